@@ -1,0 +1,104 @@
+# The suite's one entry point.
+#   make            build every chapter program in place (01_matmul_hfu/hfu, ...)
+#   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU)
+#   make demo       the main job on this machine, then its charts
+#   make plots      redraw every chart from the CSV files present
+#   make deps       install the Debian packages the suite needs (if missing)
+#   make clean
+# Knobs: CUDA=0 leaves the CUDA backend out (default: built when nvcc is
+# found on the PATH or in CUDA_HOME); CUDA_ARCH="80 90" picks GPU targets;
+# SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+# ---- toolchain -------------------------------------------------------------
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null))
+ifeq ($(CUDA_HOME),)
+CUDA_HOME := /usr/local/cuda
+endif
+NVCC := $(CUDA_HOME)/bin/nvcc
+ifeq ($(origin CUDA),undefined)
+CUDA := $(if $(wildcard $(NVCC)),1,0)
+endif
+CUDA_ARCH ?= 80 90
+SANITIZE ?= 0
+DEVICE ?= cpu
+
+MPICC ?= mpicc
+CFLAGS := -std=gnu11 -O3 -march=native -g -Wall -Wextra -Werror=implicit-function-declaration \
+          -fno-strict-aliasing -Icommon -I. -MMD -MP
+LDLIBS := -lopenblas -lm -lpthread
+NVCCFLAGS := -std=c++17 -O3 -g -lineinfo -Icommon -I. -MMD -MP --Werror all-warnings \
+             -Xcompiler -Wall,-Wextra,-Werror,-fno-strict-aliasing \
+             -ccbin $(shell command -v g++ 2>/dev/null || echo g++) \
+             $(shell $(MPICC) --showme:compile 2>/dev/null) \
+             $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a))
+
+ifeq ($(CUDA),1)
+CFLAGS += -DUSE_CUDA -I$(CUDA_HOME)/include
+NVCCFLAGS += -DUSE_CUDA
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lnccl -lstdc++
+endif
+ifeq ($(SANITIZE),1)
+CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+NVCCFLAGS += -Xcompiler -fsanitize=address,undefined,-fno-omit-frame-pointer
+endif
+
+# Rebuild everything when the configuration changes.
+CONFIG := CUDA=$(CUDA) SANITIZE=$(SANITIZE) ARCH=$(CUDA_ARCH) CC=$(MPICC)
+STAMP := build/config.stamp
+$(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(CONFIG)" ] || \
+        { find build -name '*.o' -delete; echo '$(CONFIG)' > $(STAMP); })
+
+# ---- sources ---------------------------------------------------------------
+# objects(files): build/<path>.o for .c, build/<path>.cu.o for .cu (when CUDA=1)
+objects = $(patsubst %.c,build/%.o,$(filter %.c,$(1))) \
+          $(if $(filter 1,$(CUDA)),$(patsubst %.cu,build/%.cu.o,$(filter %.cu,$(1))))
+
+LIB := build/libcommon.a
+LIB_OBJS := $(call objects,$(wildcard common/*.c common/*.cu))
+
+PROGRAMS :=
+TEST_PROGRAMS :=
+include $(sort $(wildcard */build.mk))
+
+# ---- rules -----------------------------------------------------------------
+all: $(PROGRAMS) $(TEST_PROGRAMS)
+
+build/%.o: %.c $(STAMP)
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS) -c $< -o $@
+
+build/%.cu.o: %.cu $(STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(PROGRAMS) $(TEST_PROGRAMS): $(LIB)
+	@mkdir -p $(@D)
+	$(MPICC) $(LDFLAGS) $(filter %.o,$^) $(LIB) $(LDLIBS) -o $@
+
+deps:
+	@bash scripts/install-deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash tests/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo.sh
+
+plots:
+	@bash scripts/plots.sh
+
+clean:
+	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
+
+.PHONY: all deps test demo plots clean
+-include $(shell find build -name '*.d' 2>/dev/null)

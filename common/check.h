@@ -1,0 +1,50 @@
+/* check.h: error handling shared by every program.
+ *
+ * One macro per library keeps call sites to one line. Every failure ends in
+ * die(): one line on stderr naming the file, line and what failed, then
+ * MPI_Abort (so no rank is left waiting in a collective) or exit(1). */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Print "error: <message>" on stderr and stop every rank. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Same, for bad input found identically on every rank (flags, config):
+ * rank 0 prints the line, every rank exits with status 2 without MPI_Abort's
+ * noise. Only call it from code that every rank runs. */
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* End a run that was asked only for --help: finalize MPI, exit 0. */
+void usage_exit_ok(void) __attribute__((noreturn));
+/* printf on rank 0 only (the rank set by dist_init; 0 before it). */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The rank say() and die() report; set by dist_init. */
+extern int check_rank;
+
+void *xmalloc(size_t bytes);   /* malloc that dies on failure, 64-byte aligned */
+void *xcalloc(size_t n, size_t size);
+
+#define MPI_CHECK(call)                                                        \
+    do {                                                                       \
+        int mpi_err_ = (call);                                                 \
+        if (mpi_err_ != MPI_SUCCESS) {                                         \
+            char mpi_msg_[MPI_MAX_ERROR_STRING]; int mpi_len_ = 0;             \
+            MPI_Error_string(mpi_err_, mpi_msg_, &mpi_len_);                   \
+            die("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, mpi_msg_);  \
+        }                                                                      \
+    } while (0)
+
+/* For libc calls that return -1 / NULL and set errno. */
+#define SYS_CHECK(cond, what)                                                  \
+    do { if (!(cond)) die("%s:%d: %s: %s", __FILE__, __LINE__, what,           \
+                          strerror(errno)); } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/* device.h: where a rank's buffers live and how its work is timed.
+ *
+ * One binary serves both devices. --device auto takes GPU
+ * (local_rank % gpu_count) when the CUDA runtime answers and the CPU
+ * otherwise; --device cuda without a usable GPU is an error. A build without
+ * nvcc (CUDA=0) has only the CPU. All CUDA calls live in device_cuda.cu. */
+#ifndef DEVICE_H
+#define DEVICE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DEV_CPU = 0, DEV_CUDA = 1 } device_kind;
+
+typedef struct {
+    device_kind kind;
+    int gpu;              /* CUDA ordinal, -1 on the CPU */
+    int gpu_count;        /* GPUs visible to this rank */
+    int threads;          /* CPU threads this rank uses (OpenBLAS and loops) */
+    char name[128];       /* "NVIDIA H100 80GB HBM3" or the CPU model name */
+    void *stream;         /* cudaStream_t for compute (NULL on the CPU) */
+    void *comm_stream;    /* cudaStream_t for communication (NULL on the CPU) */
+    void *blas;           /* cublasHandle_t (NULL on the CPU) */
+} device_t;
+
+/* want: "auto", "cpu" or "cuda". threads <= 0 means cores per node / ranks
+ * per node. Prints nothing; the caller's header line reports the choice. */
+void device_init(device_t *d, const char *want, int local_rank, int local_world, int threads);
+void device_finalize(device_t *d);
+/* True when this build has the CUDA backend compiled in. */
+int device_cuda_built(void);
+
+void *dev_alloc(const device_t *d, size_t bytes);      /* zeroed */
+void dev_free(const device_t *d, void *p);
+void dev_memset0(const device_t *d, void *p, size_t bytes);
+void dev_to_host(const device_t *d, void *host, const void *src, size_t bytes);
+void dev_from_host(const device_t *d, void *dst, const void *host, size_t bytes);
+void dev_copy(const device_t *d, void *dst, const void *src, size_t bytes);
+/* Wait until all work queued on the device (both streams) has finished. */
+void dev_sync(const device_t *d);
+
+/* Wall-clock seconds (monotonic). */
+double now_s(void);
+
+/* Timing of device work: on the CPU the wall clock around synchronous work;
+ * on a GPU, CUDA events on the compute stream. */
+typedef struct { const device_t *d; double t0; void *ev0, *ev1; } dev_timer_t;
+void dev_timer_start(dev_timer_t *t, const device_t *d);
+double dev_timer_stop_ms(dev_timer_t *t);   /* synchronises, returns ms */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

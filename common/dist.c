@@ -1,0 +1,73 @@
+/* dist.c: MPI start-up and the 4D mesh. */
+#include "dist.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+const char *const axis_name[AXES] = {"tp", "cp", "pp", "dp"};
+
+void dist_init(int *argc, char ***argv, dist_t *d) {
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &d->rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &d->world));
+    check_rank = d->rank;
+    /* Errors in MPI calls come back to MPI_CHECK, which names the call. */
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+
+    MPI_Comm node;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank,
+                                  MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_rank(node, &d->local_rank));
+    MPI_CHECK(MPI_Comm_size(node, &d->local_world));
+    MPI_Comm_free(&node);
+    int leader = d->local_rank == 0;
+    MPI_CHECK(MPI_Allreduce(&leader, &d->nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    if (gethostname(d->host, sizeof d->host) != 0) snprintf(d->host, sizeof d->host, "?");
+    d->host[sizeof d->host - 1] = 0;
+}
+
+void dist_finalize(void) {
+    int down = 0;
+    MPI_Finalized(&down);
+    if (!down) MPI_Finalize();
+}
+
+int mesh_rank(const mesh_t *m, const int c[AXES]) {
+    int r = 0;
+    for (int a = AXES - 1; a >= 0; a--) r = r * m->size[a] + c[a];
+    return r;
+}
+
+void mesh_init(mesh_t *m, const dist_t *d, int tp, int cp, int pp, int dp) {
+    int sizes[AXES] = {tp, cp, pp, dp};
+    long prod = 1;
+    for (int a = 0; a < AXES; a++) {
+        if (sizes[a] < 1) usage_error("--%s must be at least 1 (got %d)", axis_name[a], sizes[a]);
+        prod *= sizes[a];
+    }
+    if (prod != d->world)
+        usage_error("mesh tp %d x cp %d x pp %d x dp %d = %ld ranks, but the world has %d",
+                    tp, cp, pp, dp, prod, d->world);
+    memcpy(m->size, sizes, sizeof sizes);
+    int r = d->rank;
+    for (int a = 0; a < AXES; a++) {
+        m->coord[a] = r % sizes[a];
+        r /= sizes[a];
+    }
+    for (int a = 0; a < AXES; a++) {
+        /* colour = the coordinates on the other axes; key = this axis's coordinate */
+        int c[AXES];
+        memcpy(c, m->coord, sizeof c);
+        c[a] = 0;
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, mesh_rank(m, c), m->coord[a], &m->axis[a]));
+    }
+}
+
+void mesh_destroy(mesh_t *m) {
+    for (int a = 0; a < AXES; a++)
+        if (m->axis[a] != MPI_COMM_NULL) MPI_Comm_free(&m->axis[a]);
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian packages the suite needs, if any is missing:
+# Open MPI (compiler wrapper and mpirun), OpenBLAS, gnuplot, and make/gcc.
+# Does nothing when everything is present. Runs apt-get as root or via sudo.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have mpicc   || need+=(libopenmpi-dev)
+have mpirun  || need+=(openmpi-bin)
+have gnuplot || need+=(gnuplot-nox)
+have gcc     || need+=(gcc)
+have g++     || need+=(g++)
+have make    || need+=(make)
+[ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || \
+    ls /usr/include/*/cblas.h >/dev/null 2>&1 || need+=(libopenblas-dev)
+
+if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+fi
+echo "installing: ${need[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    if have sudo; then sudo="sudo"; else
+        echo "error: missing packages (${need[*]}) and not root; install them or run as root" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "installed: ${need[*]}"
