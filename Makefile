@@ -29,7 +29,7 @@ MPICC ?= mpicc
 CFLAGS := -std=gnu11 -O3 -march=native -g -Wall -Wextra -Werror=implicit-function-declaration \
           -fno-strict-aliasing -Icommon -I. -MMD -MP
 LDLIBS := -lopenblas -lm -lpthread
-NVCCFLAGS := -std=c++17 -O3 -g -lineinfo -Icommon -I. -MMD -MP --Werror all-warnings \
+NVCCFLAGS := -std=c++17 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -O3 -g -lineinfo -Icommon -I. -MMD -MP --Werror all-warnings \
              -Xcompiler -Wall,-Wextra,-Werror,-fno-strict-aliasing \
              -ccbin $(shell command -v g++ 2>/dev/null || echo g++) \
              $(shell $(MPICC) --showme:compile 2>/dev/null) \
@@ -46,18 +46,20 @@ LDFLAGS += -fsanitize=address,undefined
 NVCCFLAGS += -Xcompiler -fsanitize=address,undefined,-fno-omit-frame-pointer
 endif
 
-# Rebuild everything when the configuration changes.
+# Objects of each configuration live apart (build/obj-cuda, build/obj-cpu-asan,
+# ...), so switching back and forth rebuilds nothing twice; the programs are
+# relinked whenever the configuration differs from the last build's.
+OBJ := build/obj-$(if $(filter 1,$(CUDA)),cuda,cpu)$(if $(filter 1,$(SANITIZE)),-asan)
 CONFIG := CUDA=$(CUDA) SANITIZE=$(SANITIZE) ARCH=$(CUDA_ARCH) CC=$(MPICC)
 STAMP := build/config.stamp
-$(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(CONFIG)" ] || \
-        { find build -name '*.o' -delete; echo '$(CONFIG)' > $(STAMP); })
+$(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(CONFIG)" ] || echo '$(CONFIG)' > $(STAMP))
 
 # ---- sources ---------------------------------------------------------------
-# objects(files): build/<path>.o for .c, build/<path>.cu.o for .cu (when CUDA=1)
-objects = $(patsubst %.c,build/%.o,$(filter %.c,$(1))) \
-          $(if $(filter 1,$(CUDA)),$(patsubst %.cu,build/%.cu.o,$(filter %.cu,$(1))))
+# objects(files): $(OBJ)/<path>.o for .c, $(OBJ)/<path>.cu.o for .cu (when CUDA=1)
+objects = $(patsubst %.c,$(OBJ)/%.o,$(filter %.c,$(1))) \
+          $(if $(filter 1,$(CUDA)),$(patsubst %.cu,$(OBJ)/%.cu.o,$(filter %.cu,$(1))))
 
-LIB := build/libcommon.a
+LIB := $(OBJ)/libcommon.a
 LIB_OBJS := $(call objects,$(wildcard common/*.c common/*.cu))
 
 PROGRAMS :=
@@ -65,13 +67,13 @@ TEST_PROGRAMS :=
 include $(sort $(wildcard */build.mk))
 
 # ---- rules -----------------------------------------------------------------
-all: $(PROGRAMS) $(TEST_PROGRAMS)
+all: $(LIB) $(PROGRAMS) $(TEST_PROGRAMS)
 
-build/%.o: %.c $(STAMP)
+$(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
 	$(MPICC) $(CFLAGS) -c $< -o $@
 
-build/%.cu.o: %.cu $(STAMP)
+$(OBJ)/%.cu.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -79,7 +81,7 @@ $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(PROGRAMS) $(TEST_PROGRAMS): $(LIB)
+$(PROGRAMS) $(TEST_PROGRAMS): $(LIB) $(STAMP)
 	@mkdir -p $(@D)
 	$(MPICC) $(LDFLAGS) $(filter %.o,$^) $(LIB) $(LDLIBS) -o $@
 
@@ -101,4 +103,4 @@ clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
 .PHONY: all deps test demo plots clean
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

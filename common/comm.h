@@ -42,8 +42,8 @@ typedef struct {
     int active;
     MPI_Request mpi;
     void *done;            /* cudaEvent_t recorded on the comm stream (NCCL) */
-    /* MPI on device buffers: where the staged result goes on completion */
-    void *dev_dst, *host_src;
+    /* MPI on device buffers: host copies, and where the result goes */
+    void *host_in, *host_out, *dev_dst;
     size_t bytes;
 } comm_req_t;
 

@@ -1,0 +1,43 @@
+/* comm_nccl.h: the NCCL backend of comm.h, implemented in comm_nccl.cu.
+ * Only comm.c calls these. */
+#ifndef COMM_NCCL_H
+#define COMM_NCCL_H
+
+#include "comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_BROADCAST,
+    COLL_REDUCE, COLL_ALLTOALL, COLL_SEND, COLL_RECV, COLL_SENDRECV
+} coll_kind;
+
+/* One operation, as comm.c describes it to a backend. count is the per-rank
+ * element count of comm.h's call (recvcount for reduce-scatter, sendcount for
+ * all-gather, per-peer count for all-to-all); peer is the root, the peer of a
+ * send or receive, or the destination of a sendrecv (src its source). */
+typedef struct {
+    coll_kind kind;
+    const void *send;
+    void *recv;
+    size_t count, recvcount;
+    dtype_t t;
+    redop_t op;
+    int peer, src;
+} coll_t;
+
+void nccl_comm_init(comm_t *cm);
+void nccl_comm_destroy(comm_t *cm);
+/* req == NULL: on the compute stream. Otherwise on the communication stream,
+ * after the compute stream's queued work; req->done marks the end. */
+void nccl_run(comm_t *cm, const coll_t *c, comm_req_t *req);
+/* The compute stream waits for req (no host synchronisation). */
+void nccl_wait(comm_t *cm, comm_req_t *req);
+int nccl_done(comm_req_t *req);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

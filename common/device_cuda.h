@@ -1,0 +1,31 @@
+/* device_cuda.h: the CUDA side of device.h, implemented in device_cuda.cu.
+ * Only device.c calls these; everything else goes through device.h. */
+#ifndef DEVICE_CUDA_H
+#define DEVICE_CUDA_H
+
+#include <stddef.h>
+
+#include "device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of usable GPUs; 0 with the runtime's reason in why. */
+int cuda_device_count(char *why, size_t len);
+void cuda_device_open(device_t *d, int gpu);   /* streams, cuBLAS handle, name */
+void cuda_device_close(device_t *d);
+void *cuda_alloc(size_t bytes);
+void cuda_free(void *p);
+void cuda_memset0(const device_t *d, void *p, size_t bytes);
+/* A copy on the compute stream; wait = 1 returns only when it is done (for
+ * copies that touch host memory: the caller reads or reuses it next). */
+void cuda_copy(const device_t *d, void *dst, const void *src, size_t bytes, int wait);
+void cuda_sync(const device_t *d);
+void cuda_timer_start(dev_timer_t *t);
+double cuda_timer_stop_ms(dev_timer_t *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,225 @@
+/* unit_common.c: the shared library's pieces, each against exact answers. */
+#define UNIT_MAIN
+#include "unit.h"
+
+#include <unistd.h>
+
+#include "args.h"
+#include "comm.h"
+#include "device.h"
+#include "dtype.h"
+#include "perf.h"
+
+TEST(bf16_rounds_to_nearest_even) {
+    EXPECT_EQ_INT(f32_to_bf16(1.0f), 0x3f80);
+    /* 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even one, 1. */
+    EXPECT_EQ_INT(f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);
+    /* 1 + 3 * 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: even is 1 + 2^-6. */
+    EXPECT_EQ_INT(f32_to_bf16(1.0f + 3.0f / 256), 0x3f82);
+    EXPECT_EQ_INT(f32_to_bf16(1.0f + 1.0f / 256 + 1.0f / 65536), 0x3f81);
+    EXPECT_EQ_INT(f32_to_bf16(-2.0f), 0xc000);
+    EXPECT_EQ_INT(f32_to_bf16(INFINITY), 0x7f80);
+    EXPECT(isnan(bf16_to_f32(f32_to_bf16(NAN))));
+    /* The largest float rounds up to infinity, as on the GPU. */
+    EXPECT_EQ_INT(f32_to_bf16(3.4028235e38f), 0x7f80);
+    for (int i = -256; i <= 256; i++) EXPECT_EQ_INT(bf16_to_f32(f32_to_bf16((float)i)), i);
+}
+
+TEST(size_lists_parse_suffixes) {
+    long v[8];
+    int n = args_size_list("256,1K,3M", v, 8, "sizes");
+    EXPECT_EQ_INT(n, 3);
+    EXPECT_EQ_INT(v[0], 256);
+    EXPECT_EQ_INT(v[1], 1024);
+    EXPECT_EQ_INT(v[2], 3L << 20);
+}
+
+TEST(gpu_peaks_found_by_device_name) {
+    const gpu_peak_t *g = perf_gpu_lookup("NVIDIA H100 80GB HBM3");
+    EXPECT(g && g->tflops[PREC_BF16] == 989.4);
+    g = perf_gpu_lookup("NVIDIA H100 PCIe");
+    EXPECT(g && g->tflops[PREC_BF16] == 756.0);
+    g = perf_gpu_lookup("NVIDIA L4");
+    EXPECT(g && strcmp(g->label, "L4") == 0);
+    g = perf_gpu_lookup("NVIDIA L40S");
+    EXPECT(g && strcmp(g->label, "L40S") == 0);
+    g = perf_gpu_lookup("NVIDIA A100-SXM4-40GB");
+    EXPECT(g && g->tflops[PREC_TF32] == 156.0);
+    EXPECT(perf_gpu_lookup("NVIDIA GeForce GTX 1080") == NULL);
+    device_t d = {.kind = DEV_CUDA};
+    snprintf(d.name, sizeof d.name, "Mystery GPU");
+    EXPECT(perf_peak(&d, PREC_BF16, 0) == 0);
+    char buf[64];
+    EXPECT(strcmp(perf_util_str(buf, sizeof buf, 1e12, 0), "peak unknown, pass --peak") == 0);
+    EXPECT(perf_peak(&d, PREC_BF16, 100) == 100e12);
+}
+
+TEST(cpu_peak_is_measured_and_plausible) {
+    const cpu_peak_t *p = perf_cpu_peak(1);
+    EXPECT(p->flops > 1e9);
+    EXPECT(p->ghz > 0.5 && p->ghz < 7);
+    EXPECT(p->flop_per_cycle >= 4 && p->flop_per_cycle <= 256);
+    printf("%s\n", p->formula);
+}
+
+TEST(csv_header_written_once) {
+    char path[] = "/tmp/unit_csv_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    for (int i = 0; i < 2; i++) {
+        FILE *f = csv_open(path, "a,b");
+        fprintf(f, "%d,%d\n", i, i);
+        fclose(f);
+    }
+    FILE *f = fopen(path, "r");
+    char buf[256] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(path);
+    EXPECT_EQ_INT(n, strlen("a,b\n0,0\n1,1\n"));
+    EXPECT(strcmp(buf, "a,b\n0,0\n1,1\n") == 0);
+}
+
+/* Each rank's sub-communicator along an axis joins the ranks that differ
+ * only in that coordinate: summing world ranks along it gives a sum that the
+ * rank formula predicts. */
+TEST(mesh_axes_join_ranks_differing_in_one_coordinate) {
+    int w = unit_dist.world;
+    int shapes[][4] = {{1, 1, 1, 1}, {2, 1, 1, 1}, {1, 1, 1, 2}, {2, 1, 1, 2}, {1, 2, 2, 1}, {3, 1, 1, 1}, {1, 1, 3, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int *sz = shapes[s];
+        if (sz[0] * sz[1] * sz[2] * sz[3] != w) continue;
+        mesh_t m;
+        mesh_init(&m, &unit_dist, sz[0], sz[1], sz[2], sz[3]);
+        EXPECT_EQ_INT(mesh_rank(&m, m.coord), unit_dist.rank);
+        for (int a = 0; a < AXES; a++) {
+            int r, n, sum = 0, want = 0;
+            MPI_Comm_rank(m.axis[a], &r);
+            MPI_Comm_size(m.axis[a], &n);
+            EXPECT_EQ_INT(r, m.coord[a]);
+            EXPECT_EQ_INT(n, m.size[a]);
+            MPI_Allreduce(&unit_dist.rank, &sum, 1, MPI_INT, MPI_SUM, m.axis[a]);
+            int c[AXES];
+            memcpy(c, m.coord, sizeof c);
+            for (int i = 0; i < m.size[a]; i++) { c[a] = i; want += mesh_rank(&m, c); }
+            EXPECT_EQ_INT(sum, want);
+        }
+        mesh_destroy(&m);
+    }
+}
+
+/* Integer-valued inputs keep every sum exact in fp32 and in bf16. */
+static float val(int rank, size_t i) { return (float)((rank + 1) + (int)(i % 5)); }
+
+static void check_collectives(dtype_t t) {
+    device_t d;
+    device_init(&d, "cpu", 0, 1, 1);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, "mpi", &d);
+    int n = cm.size, me = cm.rank;
+    size_t counts[] = {1, 7, 64, 1001};
+    for (size_t ci = 0; ci < 4; ci++) {
+        size_t c = counts[ci], es = dtype_size(t);
+        void *a = xcalloc(c * n, es), *b = xcalloc(c * n, es);
+        int rsum = n * (n + 1) / 2;
+        /* all-reduce, in place and out of place */
+        for (size_t i = 0; i < c; i++) dtype_set(a, t, i, val(me, i));
+        comm_allreduce(&cm, a, b, c, t, RED_SUM);
+        comm_allreduce(&cm, a, a, c, t, RED_SUM);
+        for (size_t i = 0; i < c; i++) {
+            float want = (float)(rsum + n * (int)(i % 5));
+            if (dtype_get(b, t, i) != want || dtype_get(a, t, i) != want) {
+                UNIT_FAIL("%s allreduce count %zu: element %zu = %g / %g, expected %g", dtype_name(t), c, i,
+                          dtype_get(b, t, i), dtype_get(a, t, i), want);
+                break;
+            }
+        }
+        /* max */
+        for (size_t i = 0; i < c; i++) dtype_set(a, t, i, val(me, i));
+        comm_allreduce(&cm, a, b, c, t, RED_MAX);
+        for (size_t i = 0; i < c; i++)
+            if (dtype_get(b, t, i) != val(n - 1, i)) { UNIT_FAIL("%s max count %zu at %zu", dtype_name(t), c, i); break; }
+        /* reduce-scatter: block r of the sum */
+        for (size_t i = 0; i < c * n; i++) dtype_set(a, t, i, val(me, i));
+        comm_reduce_scatter(&cm, a, b, c, t, RED_SUM);
+        for (size_t i = 0; i < c; i++) {
+            size_t g = me * c + i;
+            float want = (float)(rsum + n * (int)(g % 5));
+            if (dtype_get(b, t, i) != want) { UNIT_FAIL("%s reduce_scatter count %zu at %zu", dtype_name(t), c, i); break; }
+        }
+        /* all-gather, in place: rank r's block sits at offset r*c */
+        for (size_t i = 0; i < c; i++) dtype_set(a, t, me * c + i, val(me, i));
+        comm_allgather(&cm, (char *)a + me * c * es, a, c, t);
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < c; i++)
+                if (dtype_get(a, t, r * c + i) != val(r, i)) { UNIT_FAIL("%s allgather block %d at %zu", dtype_name(t), r, i); r = n; break; }
+        /* broadcast from the last rank; reduce to it */
+        for (size_t i = 0; i < c; i++) dtype_set(a, t, i, val(me, i));
+        comm_broadcast(&cm, a, c, t, n - 1);
+        for (size_t i = 0; i < c; i++)
+            if (dtype_get(a, t, i) != val(n - 1, i)) { UNIT_FAIL("%s broadcast at %zu", dtype_name(t), i); break; }
+        for (size_t i = 0; i < c; i++) dtype_set(a, t, i, val(me, i));
+        comm_reduce(&cm, a, b, c, t, RED_SUM, n - 1);
+        if (me == n - 1)
+            for (size_t i = 0; i < c; i++)
+                if (dtype_get(b, t, i) != (float)(rsum + n * (int)(i % 5))) { UNIT_FAIL("%s reduce at %zu", dtype_name(t), i); break; }
+        /* all-to-all: block p of rank r goes to block r of rank p */
+        for (int p = 0; p < n; p++)
+            for (size_t i = 0; i < c; i++) dtype_set(a, t, p * c + i, (float)(me * 10 + p + (int)(i % 3)));
+        comm_alltoall(&cm, a, b, c, t);
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < c; i++)
+                if (dtype_get(b, t, r * c + i) != (float)(r * 10 + me + (int)(i % 3))) { UNIT_FAIL("%s alltoall block %d", dtype_name(t), r); r = n; break; }
+        /* ring exchange: send to the right, receive from the left */
+        for (size_t i = 0; i < c; i++) dtype_set(a, t, i, val(me, i));
+        comm_sendrecv(&cm, a, c, (me + 1) % n, b, c, (me + n - 1) % n, t);
+        for (size_t i = 0; i < c; i++)
+            if (dtype_get(b, t, i) != val((me + n - 1) % n, i)) { UNIT_FAIL("%s sendrecv at %zu", dtype_name(t), i); break; }
+        free(a);
+        free(b);
+    }
+    comm_destroy(&cm);
+    device_finalize(&d);
+}
+
+TEST(mpi_collectives_exact_fp32) { check_collectives(DT_F32); }
+TEST(mpi_collectives_exact_bf16) { check_collectives(DT_BF16); }
+
+TEST(nonblocking_allreduce_equals_blocking) {
+    device_t d;
+    device_init(&d, "cpu", 0, 1, 1);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, "auto", &d);
+    EXPECT_EQ_INT(cm.backend, COMM_MPI);
+    size_t c = 100000;
+    float *a = xmalloc(c * 4), *b = xmalloc(c * 4), *x = xmalloc(c * 4);
+    for (size_t i = 0; i < c; i++) a[i] = b[i] = val(cm.rank, i);
+    comm_req_t req;
+    comm_iallreduce(&cm, a, a, c, DT_F32, RED_SUM, &req);
+    while (!comm_progress(&cm, &req)) {}
+    comm_wait(&cm, &req);
+    comm_allreduce(&cm, b, x, c, DT_F32, RED_SUM);
+    EXPECT(memcmp(a, x, c * 4) == 0);
+    comm_iallgather(&cm, b, x, c / cm.size, DT_F32, &req);
+    comm_wait(&cm, &req);
+    size_t blk = c / cm.size;
+    for (size_t i = 0; i < blk * cm.size; i++)
+        if (x[i] != val((int)(i / blk), i % blk)) { UNIT_FAIL("iallgather at %zu", i); break; }
+    free(a); free(b); free(x);
+    comm_destroy(&cm);
+}
+
+TEST(device_cpu_buffers_copy_round_trip) {
+    device_t d;
+    device_init(&d, "auto", 0, 1, 1);
+    EXPECT_EQ_INT(d.kind, DEV_CPU);   /* no GPU on the test machines */
+    float h[5] = {1, 2, 3, 4, 5}, g[5] = {0};
+    float *p = dev_alloc(&d, sizeof h), *q = dev_alloc(&d, sizeof h);
+    EXPECT(p[0] == 0 && p[4] == 0);
+    dev_from_host(&d, p, h, sizeof h);
+    dev_copy(&d, q, p, sizeof h);
+    dev_to_host(&d, g, q, sizeof h);
+    EXPECT(memcmp(g, h, sizeof h) == 0);
+    dev_free(&d, p);
+    dev_free(&d, q);
+}
