@@ -43,7 +43,7 @@ endif
 ifeq ($(SANITIZE),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
-NVCCFLAGS += -Xcompiler -fsanitize=address,undefined,-fno-omit-frame-pointer
+NVCCFLAGS += -Xcompiler -fsanitize=address -Xcompiler -fsanitize=undefined -Xcompiler -fno-omit-frame-pointer
 endif
 
 # Objects of each configuration live apart (build/obj-cuda, build/obj-cpu-asan,

@@ -28,7 +28,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 if [ "${SANITIZE:-0}" = 1 ]; then
     # Open MPI's own allocations are never freed; leaks are not ours to judge.
-    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:protect_shadow_gap=0
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
 
