@@ -1,0 +1,145 @@
+/* ring.c: ring algorithms — reduce-scatter, all-gather, all-reduce, and the
+ * pipelined chain broadcast and reduce.
+ *
+ * Ring all-reduce (Patarasuk & Yuan 2009): cut the vector into N blocks.
+ * Reduce-scatter: in each of N-1 steps every rank sends one block to its right
+ * neighbour and adds the block arriving from its left one; afterwards rank r
+ * holds the full sum of one block. All-gather: N-1 more steps pass the
+ * finished blocks around. 2(N-1) steps in all, and each rank sends
+ *     2 (N-1)/N X bytes                                   (X = count x size)
+ * which no algorithm can beat: time ~ 2(N-1)/N X / B on links of bandwidth B.
+ *
+ * Each block goes in chunks of pc->chunk elements: a received chunk is added
+ * while it is still in cache, and the scratch space is one chunk. */
+#include <string.h>
+
+#include "check.h"
+#include "coll.h"
+
+/* Reduce-scatter over the blocks of `layout`: in step s rank r sends block
+ * (r + shift - s) and receives block (r + shift - s - 1), so it ends holding
+ * the full sum of block (r + shift + 1) mod N (in the last step's dst).
+ * part(b) is where the partial sum of block b is kept: for all-reduce the
+ * output buffer itself (no extra copy), for reduce-scatter one block of
+ * scratch reused every step. */
+static void ring_reduce_scatter(p2p_comm_t *pc, const char *send, char *out_all, char *acc,
+                                char *final_dst, size_t count, int shift) {
+    int N = pc->size, r = pc->rank;
+    int next = mod(r + 1, N), prev = mod(r - 1, N);
+    size_t es = pc->es, ch = pc->chunk;
+    char *tmp = p2p_scratch(pc, 0, ch * es);
+    for (int s = 0; s < N - 1; s++) {
+        int sb = mod(r + shift - s, N), rb = mod(r + shift - s - 1, N);
+        size_t so = block_off(count, N, sb), sn = block_len(count, N, sb);
+        size_t ro = block_off(count, N, rb), rn = block_len(count, N, rb);
+        /* what we send: our own input at step 0, our partial sum afterwards */
+        const char *src = s == 0 ? send + so * es : (out_all ? out_all + so * es : acc);
+        /* where the new partial sum goes */
+        char *dst = out_all ? out_all + ro * es : (s == N - 2 ? final_dst : acc);
+        for (size_t off = 0; off < sn || off < rn; off += ch) {
+            size_t a = off < sn ? min_sz(ch, sn - off) : 0;
+            size_t b = off < rn ? min_sz(ch, rn - off) : 0;
+            p2p_sendrecv(pc, src + off * es, a, next, tmp, b, prev);
+            /* chunk `off` of acc was just sent, so it may be overwritten */
+            if (b) p2p_sum(pc, dst + off * es, send + (ro + off) * es, tmp, b);
+        }
+    }
+}
+
+/* All-gather over the blocks of `layout`, in place in buf: rank r starts with
+ * block (r + shift) complete and in step s forwards block (r + shift - s). */
+static void ring_allgather(p2p_comm_t *pc, char *buf, size_t count, int shift) {
+    int N = pc->size, r = pc->rank;
+    int next = mod(r + 1, N), prev = mod(r - 1, N);
+    size_t es = pc->es, ch = pc->chunk;
+    for (int s = 0; s < N - 1; s++) {
+        int sb = mod(r + shift - s, N), rb = mod(r + shift - s - 1, N);
+        size_t so = block_off(count, N, sb), sn = block_len(count, N, sb);
+        size_t ro = block_off(count, N, rb), rn = block_len(count, N, rb);
+        for (size_t off = 0; off < sn || off < rn; off += ch) {
+            size_t a = off < sn ? min_sz(ch, sn - off) : 0;
+            size_t b = off < rn ? min_sz(ch, rn - off) : 0;
+            p2p_sendrecv(pc, buf + (so + off) * es, a, next, buf + (ro + off) * es, b, prev);
+        }
+    }
+}
+
+void allreduce_ring(p2p_comm_t *pc, const void *send, void *recv, size_t count) {
+    if (pc->size == 1) {
+        if (send != recv) memcpy(recv, send, count * pc->es);
+        return;
+    }
+    /* After the reduce-scatter rank r owns block r+1, which the all-gather
+     * (shift 1) sends first. Blocks may be empty when count < N. Every block
+     * of recv is written before it is read: block b is first received (and
+     * summed with our own input) in the reduce-scatter, or for block r,
+     * which we only send there, received in the all-gather. */
+    ring_reduce_scatter(pc, send, recv, NULL, NULL, count, 0);
+    ring_allgather(pc, recv, count, 1);
+}
+
+void reduce_scatter_ring(p2p_comm_t *pc, const void *send, void *recv, size_t recvcount) {
+    int N = pc->size;
+    if (N == 1) {
+        memcpy(recv, send, recvcount * pc->es);
+        return;
+    }
+    /* shift -1: rank r finishes with block r, as reduce-scatter demands; the
+     * partial sums in between live in one block of scratch. */
+    char *acc = p2p_scratch(pc, 1, recvcount * pc->es);
+    ring_reduce_scatter(pc, send, NULL, acc, recv, recvcount * (size_t)N, -1);
+}
+
+void allgather_ring(p2p_comm_t *pc, const void *send, void *recv, size_t sendcount) {
+    int N = pc->size, r = pc->rank;
+    size_t B = sendcount * pc->es;
+    memcpy((char *)recv + (size_t)r * B, send, B);
+    ring_allgather(pc, recv, sendcount * (size_t)N, 0);
+}
+
+/* Chain broadcast: root -> root+1 -> ... -> root-1, pipelined by chunks. In
+ * step j a rank forwards chunk j-1 while receiving chunk j, so with C chunks
+ * the last rank is done after C + N - 2 steps: time ~ X/B + (N-2) x chunk/B,
+ * nearly independent of N for long messages. */
+void broadcast_ring(p2p_comm_t *pc, void *buf, size_t count, int root) {
+    int N = pc->size, vr = mod(pc->rank - root, N);
+    int next = vr < N - 1 ? mod(pc->rank + 1, N) : MPI_PROC_NULL;
+    int prev = vr > 0 ? mod(pc->rank - 1, N) : MPI_PROC_NULL;
+    size_t es = pc->es, ch = pc->chunk, nch = (count + ch - 1) / ch;
+    char *b = (char *)buf;
+    for (size_t j = 0; j <= nch; j++) {
+        size_t so = j >= 1 ? (j - 1) * ch : 0, ro = j < nch ? j * ch : 0;
+        size_t sn = j >= 1 ? min_sz(ch, count - so) : 0;
+        size_t rn = j < nch ? min_sz(ch, count - ro) : 0;
+        p2p_sendrecv(pc, b + so * es, sn, next, b + ro * es, rn, prev);
+    }
+}
+
+/* Chain reduce towards the root: root+N-1 -> ... -> root+1 -> root. Each rank
+ * adds its own chunk to the partial sum from behind and passes it on, one
+ * chunk of lag per hop, like the chain broadcast run backwards. */
+void reduce_ring(p2p_comm_t *pc, const void *send, void *recv, size_t count, int root) {
+    int N = pc->size, vr = mod(pc->rank - root, N);
+    size_t es = pc->es, ch = pc->chunk, nch = (count + ch - 1) / ch;
+    if (N == 1) {
+        memcpy(recv, send, count * es);
+        return;
+    }
+    int to = vr > 0 ? mod(pc->rank - 1, N) : MPI_PROC_NULL;        /* towards the root */
+    int from = vr < N - 1 ? mod(pc->rank + 1, N) : MPI_PROC_NULL;  /* away from it */
+    const char *s = (const char *)send;
+    char *tmp = p2p_scratch(pc, 0, ch * es);
+    char *acc = p2p_scratch(pc, 1, ch * es);
+    for (size_t j = 0; j <= nch; j++) {
+        size_t so = j >= 1 ? (j - 1) * ch : 0, ro = j < nch ? j * ch : 0;
+        size_t sn = j >= 1 ? min_sz(ch, count - so) : 0;
+        size_t rn = j < nch ? min_sz(ch, count - ro) : 0;
+        /* the last rank of the chain has nothing to add: it sends its input */
+        const char *out = from == MPI_PROC_NULL ? s + so * es : acc;
+        p2p_sendrecv(pc, out, sn, to, tmp, rn, from);
+        if (from != MPI_PROC_NULL && rn) {
+            char *dst = vr == 0 ? (char *)recv + ro * es : acc;
+            p2p_sum(pc, dst, s + ro * es, tmp, rn);
+        }
+    }
+}
