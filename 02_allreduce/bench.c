@@ -1,0 +1,100 @@
+/* bench.c: inputs, the exact check and the alpha-beta fit (see bench.h).
+ *
+ * Exact check: every input is a small integer, so every partial sum, in any
+ * order, is an integer that fp32 (exact up to 2^24) and bf16 (8 significant
+ * bits: exact up to 256) represent exactly. Any correct algorithm then gives
+ * bit-identical results, and one wrong, missing or misplaced element shows.
+ * The pattern is a hash of (seed, rank, index), so a block sent to the wrong
+ * place or summed twice does not match by accident. */
+#include "bench.h"
+
+#include <math.h>
+
+#include "check.h"
+
+static uint32_t mix64(uint64_t x) {   /* a bijective 64-bit mixer (splitmix64's finaliser) */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (uint32_t)x;
+}
+
+float bench_input(const bench_case_t *c, int r, size_t i) {
+    uint64_t h = (uint64_t)i ^ ((uint64_t)(uint32_t)r * 0x9e3779b97f4a7c15ULL) ^
+                 ((uint64_t)c->seed * 0xd1b54a32d192ed03ULL);
+    return (float)(1 + mix64(h) % c->k);
+}
+
+void bench_case_init(bench_case_t *c, op_id op, size_t total, int rank, int world,
+                     int root, dtype_t dt, uint32_t seed) {
+    c->op = op;
+    c->rank = rank;
+    c->world = world;
+    c->root = root;
+    c->dt = dt;
+    c->seed = seed;
+    /* Largest exact integer: 2^24 in fp32, 2^8 in bf16. A sum over N ranks of
+     * values <= k stays exact when N k <= that. */
+    uint32_t exact = dt == DT_BF16 ? 256u : 1u << 24;
+    uint32_t k = bench_ops[op].reduces ? exact / (uint32_t)world : exact;
+    if (k > 65536) k = 65536;
+    c->k = k ? k : 1;
+    bench_ops[op].shape(c, total);
+}
+
+int bench_check_possible(const bench_case_t *c) {
+    uint32_t exact = c->dt == DT_BF16 ? 256u : 1u << 24;
+    return !bench_ops[c->op].reduces || (uint32_t)c->world <= exact;
+}
+
+void bench_fill(const bench_case_t *c, void *send, void *recv) {
+    const op_t *op = &bench_ops[c->op];
+    for (size_t i = 0; i < c->send_count; i++) dtype_set(send, c->dt, i, bench_input(c, c->rank, i));
+    for (size_t i = 0; i < c->recv_count; i++) dtype_set(recv, c->dt, i, -1.0f);
+    if (op->in_place && c->rank == c->root)
+        for (size_t i = 0; i < c->recv_count; i++) dtype_set(recv, c->dt, i, bench_input(c, c->rank, i));
+}
+
+size_t bench_check(const bench_case_t *c, const void *recv) {
+    const op_t *op = &bench_ops[c->op];
+    size_t wrong = 0;
+    for (size_t i = 0; i < c->check_count; i++)
+        if (dtype_get(recv, c->dt, i) != op->expected(c, i)) wrong++;
+    return wrong;
+}
+
+/* Minimise sum_i ((alpha + beta x_i - t_i) / t_i)^2: weighted least squares
+ * with weights w_i = 1 / t_i^2. Normal equations:
+ *   [S_w   S_wx ] [alpha]   [S_wt ]
+ *   [S_wx  S_wxx] [beta ] = [S_wxt]
+ * A negative parameter means the data do not show that term (e.g. a sweep of
+ * big messages only has no visible latency): it is set to 0 and the other
+ * refitted alone. */
+ab_fit_t ab_fit(const double *x, const double *t, int n) {
+    ab_fit_t f = {0, 0, 0};
+    double sw = 0, swx = 0, swxx = 0, swt = 0, swxt = 0;
+    int distinct = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(t[i] > 0)) continue;
+        double w = 1.0 / (t[i] * t[i]);
+        sw += w; swx += w * x[i]; swxx += w * x[i] * x[i];
+        swt += w * t[i]; swxt += w * x[i] * t[i];
+        if (x[i] != x[0]) distinct = 1;
+    }
+    if (sw == 0 || !distinct) return f;
+    double det = sw * swxx - swx * swx;
+    if (det <= 0) return f;
+    f.alpha_us = (swt * swxx - swx * swxt) / det;
+    f.beta_us_per_byte = (sw * swxt - swx * swt) / det;
+    if (f.beta_us_per_byte < 0) {
+        f.beta_us_per_byte = 0;
+        f.alpha_us = swt / sw;
+    } else if (f.alpha_us < 0) {
+        f.alpha_us = 0;
+        f.beta_us_per_byte = swxt / swxx;
+    }
+    f.ok = 1;
+    return f;
+}

@@ -1,0 +1,303 @@
+/* main.c: the collective benchmark, nccl-tests style.
+ *
+ *   mpirun -np 4 ./02_allreduce/allreduce --op allreduce --algo all \
+ *       --minbytes 4 --maxbytes 64M --stepfactor 2
+ *
+ * For every op and algorithm asked for, and every size of the sweep: fill the
+ * inputs, run once and compare every element with the exact result, then time
+ * --iters calls after --warmup untimed ones: the time of one call on the
+ * slowest rank (nccl-tests averages over ranks by default; the maximum is the
+ * honest figure when, as for gather, the other ranks finish long before the
+ * root). After each algorithm's sweep its
+ * rows are printed with the alpha-beta model's prediction beside them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "bench.h"
+#include "check.h"
+#include "comm.h"
+#include "device.h"
+#include "dist.h"
+#include "perf.h"
+
+#define CSV_HEADER "op,algo,ranks,bytes,count,dtype,time_us,algbw_gbs,busbw_gbs,wrong"
+
+typedef struct {
+    size_t bytes, count;
+    double time_us, algbw, busbw;
+    long long wrong;   /* -1: not checked */
+} row_t;
+
+/* Buffers that grow to the largest size asked for. */
+typedef struct { void *p; size_t bytes; int on_dev; } buf_t;
+
+static void *buf_get(buf_t *b, const device_t *dev, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (b->bytes < bytes) {
+        if (b->p) b->on_dev ? dev_free(dev, b->p) : free(b->p);
+        b->p = b->on_dev ? dev_alloc(dev, bytes) : xmalloc(bytes);
+        b->bytes = bytes;
+    }
+    return b->p;
+}
+
+typedef struct {
+    const device_t *dev;
+    bench_ctx_t x;
+    buf_t hsend, hrecv, dsend, drecv;
+    int iters, warmup, check;
+} harness_t;
+
+/* One measurement: check, then time. Returns the row (same on every rank). */
+static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
+    size_t es = dtype_size(c->dt);
+    int staged = a->lib && h->dev->kind == DEV_CUDA;   /* lib on device buffers */
+    void *hs = buf_get(&h->hsend, h->dev, c->send_count * es);
+    void *hr = buf_get(&h->hrecv, h->dev, c->recv_count * es);
+    void *send = hs, *recv = hr;
+    bench_fill(c, hs, hr);
+    if (staged) {
+        send = buf_get(&h->dsend, h->dev, c->send_count * es);
+        recv = buf_get(&h->drecv, h->dev, c->recv_count * es);
+        dev_from_host(h->dev, send, hs, c->send_count * es);
+        dev_from_host(h->dev, recv, hr, c->recv_count * es);
+    }
+    if (bench_ops[c->op].in_place) send = recv;
+
+    a->run(&h->x, c, send, recv);
+    dev_sync(h->dev);
+    long long wrong = -1;
+    if (h->check && bench_check_possible(c)) {
+        if (staged) dev_to_host(h->dev, hr, recv, c->recv_count * es);
+        long long mine = (long long)bench_check(c, hr);
+        MPI_CHECK(MPI_Allreduce(&mine, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    }
+
+    for (int i = 0; i < h->warmup; i++) a->run(&h->x, c, send, recv);
+    dev_sync(h->dev);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t0 = now_s();
+    for (int i = 0; i < h->iters; i++) a->run(&h->x, c, send, recv);
+    dev_sync(h->dev);
+    /* the call is done when its slowest rank is: for rooted ops the others
+     * may return long before the root has everything */
+    double mine = (now_s() - t0) / h->iters * 1e6, slowest = 0;
+    MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+
+    row_t r;
+    r.bytes = c->bytes;
+    r.count = c->bytes / es;
+    r.time_us = slowest;
+    r.algbw = (double)c->bytes / r.time_us / 1e3;   /* GB/s: bytes / (us x 1e3) */
+    r.busbw = r.algbw * bench_ops[c->op].busbw_factor(c->world);
+    r.wrong = wrong;
+    return r;
+}
+
+static int algo_matches(const algo_t *a, const char *want) {
+    return strcmp(want, "all") == 0 || strcmp(want, a->name) == 0;
+}
+
+static void print_table_head(op_id op, int world, int root) {
+    const op_t *o = &bench_ops[op];
+    say("\n# %s: busbw = algbw x %s = %.3f with N = %d", o->name, o->factor_text,
+        o->busbw_factor(world), world);
+    if (op == OP_BROADCAST || op == OP_REDUCE || op == OP_SCATTER || op == OP_GATHER)
+        say(", root %d", root);
+    say("\n#%11s %13s %6s %8s %10s %8s %8s %7s   %10s %6s\n", "size", "count", "type", "algo",
+        "time", "algbw", "busbw", "#wrong", "model", "error");
+    say("#%11s %13s %6s %8s %10s %8s %8s %7s   %10s %6s\n", "(B)", "(elements)", "", "",
+        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(%)");
+}
+
+static void print_rows(const char *label, dtype_t dt, const row_t *rows, int n, ab_fit_t fit,
+                       double factor) {
+    for (int i = 0; i < n; i++) {
+        const row_t *r = &rows[i];
+        char wrong[24];
+        if (r->wrong < 0) snprintf(wrong, sizeof wrong, "N/A");
+        else snprintf(wrong, sizeof wrong, "%lld", r->wrong);
+        say("%12zu %13zu %6s %8s %10.2f %8.3f %8.3f %7s", r->bytes, r->count, dtype_name(dt),
+            label, r->time_us, r->algbw, r->busbw, wrong);
+        if (fit.ok) {
+            double m = ab_predict(fit, (double)r->bytes);
+            say("   %10.2f %+6.1f\n", m, m > 0 ? (r->time_us - m) / m * 100 : 0.0);
+        } else {
+            say("\n");
+        }
+    }
+    if (!fit.ok) {
+        say("#   %s: alpha-beta fit needs two sizes or more\n", label);
+        return;
+    }
+    /* beta in us/B: 1/beta is the bandwidth the curve tends to for long messages */
+    double bw = fit.beta_us_per_byte > 0 ? 1e-3 / fit.beta_us_per_byte : INFINITY;
+    say("#   %s fit: time = alpha + bytes x beta, alpha %.2f us (latency), "
+        "1/beta %.3f GB/s algbw = %.3f GB/s busbw\n", label, fit.alpha_us, bw, bw * factor);
+}
+
+int main(int argc, char **argv) {
+    dist_t d;
+    dist_init(&argc, &argv, &d);
+
+    common_args_t ca = COMMON_ARGS_DEFAULT;
+    size_t minbytes = 4, maxbytes = 64u << 20, chunk = 256u << 10;
+    double stepfactor = 2;
+    int iters = 20, warmup = 5, root = 0, check_on = 0, check_off = 0;
+    const char *op_s = "allreduce", *algo_s = "all", *dtype_s = "fp32";
+    arg_t flags[] = {
+        {"op", ARG_CHOICE, &op_s, "collective to measure",
+         "allreduce|reduce_scatter|allgather|broadcast|reduce|scatter|gather|alltoall|all", 0, 0},
+        {"algo", ARG_CHOICE, &algo_s,
+         "algorithm: parameter server, binomial tree, recursive doubling, ring, "
+         "pairwise (all-to-all), the library's own (--comm), or every one the op has",
+         "ps|tree|rd|ring|pairwise|lib|all", 0, 0},
+        {"dtype", ARG_CHOICE, &dtype_s, "element type", "fp32|bf16", 0, 0},
+        {"minbytes", ARG_BYTES, &minbytes, "smallest size (nccl-tests -b)", NULL, 1, 1099511627776.0},
+        {"maxbytes", ARG_BYTES, &maxbytes, "largest size (nccl-tests -e)", NULL, 1, 1099511627776.0},
+        {"stepfactor", ARG_DOUBLE, &stepfactor, "size multiplier between steps (nccl-tests -f)",
+         NULL, 1.01, 1024},
+        {"iters", ARG_INT, &iters, "timed calls per size (nccl-tests -n)", NULL, 1, 1e6},
+        {"warmup", ARG_INT, &warmup, "untimed calls before timing (nccl-tests -w)", NULL, 0, 1e6},
+        {"root", ARG_INT, &root, "root rank of broadcast, reduce, scatter, gather", NULL, 0, 1e6},
+        {"chunk", ARG_BYTES, &chunk, "pipeline chunk of the hand-written algorithms", NULL, 4,
+         1073741824.0},
+        {"check", ARG_FLAG, &check_on, "exact check of every element (the default)", NULL, 0, 0},
+        {"no-check", ARG_FLAG, &check_off, "skip the check (nccl-tests -c 0)", NULL, 0, 0},
+        COMMON_ARGS(ca),
+    };
+    args_parse(argc, argv, "02_allreduce/allreduce",
+               "Collective communication benchmark in the style of nccl-tests: hand-written\n"
+               "algorithms over MPI point-to-point beside the library's own, every element\n"
+               "checked exactly, bandwidths as nccl-tests computes them, an alpha-beta fit.",
+               flags, ARRAY_LEN(flags));
+    if (check_on && check_off) usage_error("--check and --no-check contradict each other");
+    if (minbytes > maxbytes)
+        usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", minbytes, maxbytes);
+    if (root >= d.world) usage_error("--root %d is not a rank (world %d)", root, d.world);
+    dtype_t dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
+
+    /* every (op, algo) pair asked for must exist */
+    int all_ops = strcmp(op_s, "all") == 0;
+    for (int op = 0; op < OPS; op++) {
+        if (!all_ops && strcmp(op_s, bench_ops[op].name) != 0) continue;
+        int found = 0;
+        char have[96] = "";
+        for (int i = 0; i < bench_nalgos; i++) {
+            if (bench_algos[i].op != (op_id)op) continue;
+            found |= algo_matches(&bench_algos[i], algo_s);
+            strncat(have, " ", sizeof have - strlen(have) - 1);
+            strncat(have, bench_algos[i].name, sizeof have - strlen(have) - 1);
+        }
+        if (!found && !all_ops)
+            usage_error("--algo %s does not implement %s (it has:%s)", algo_s, op_s, have);
+    }
+
+    device_t dev;
+    device_init(&dev, ca.device, d.local_rank, d.local_world, ca.threads);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, ca.comm, &dev);
+    harness_t h;
+    memset(&h, 0, sizeof h);
+    h.dev = &dev;
+    h.x.lib = &cm;
+    h.iters = iters;
+    h.warmup = warmup;
+    h.check = !check_off;
+    p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
+    h.dsend.on_dev = h.drecv.on_dev = 1;
+    const char *lib_name = comm_backend_name(cm.backend);
+
+    FILE *csv = NULL;
+    if (ca.csv && d.rank == 0) csv = csv_open(ca.csv, CSV_HEADER);
+
+    say("# 02_allreduce: %d rank%s on %d node%s | device %s (%s) | lib = %s | dtype %s\n",
+        d.world, d.world == 1 ? "" : "s", d.nodes, d.nodes == 1 ? "" : "s",
+        dev.kind == DEV_CUDA ? "cuda" : "cpu", dev.name, lib_name, dtype_name(dt));
+    say("# sizes %zu..%zu B x %g | iters %d, warmup %d | check %s | chunk %zu B\n", minbytes,
+        maxbytes, stepfactor, iters, warmup, h.check ? "exact" : "off", chunk);
+    if (dev.kind == DEV_CUDA)
+        say("# hand-written algorithms run on host memory over MPI; lib runs on GPU buffers\n");
+
+    /* requested element totals: minbytes x stepfactor^i, floored to whole elements */
+    size_t es = dtype_size(dt);
+    int nsizes = 0, cap = 64;
+    size_t *totals = xmalloc(sizeof(size_t) * (size_t)cap);
+    for (double b = (double)minbytes; b <= (double)maxbytes * (1 + 1e-12); b *= stepfactor) {
+        size_t t = (size_t)(b / (double)es);
+        if (t == 0) t = 1;
+        if (nsizes && totals[nsizes - 1] == t) continue;
+        if (nsizes == cap) totals = realloc(totals, sizeof(size_t) * (size_t)(cap *= 2));
+        if (!totals) die("out of memory");
+        totals[nsizes++] = t;
+    }
+
+    row_t *rows = xmalloc(sizeof(row_t) * (size_t)nsizes);
+    double *xs = xmalloc(sizeof(double) * (size_t)nsizes), *ts = xmalloc(sizeof(double) * (size_t)nsizes);
+    long long total_wrong = 0;
+    for (int op = 0; op < OPS; op++) {
+        if (!all_ops && strcmp(op_s, bench_ops[op].name) != 0) continue;
+        int printed_head = 0;
+        for (int ai = 0; ai < bench_nalgos; ai++) {
+            const algo_t *a = &bench_algos[ai];
+            if (a->op != (op_id)op || !algo_matches(a, algo_s)) continue;
+            if (!printed_head) print_table_head((op_id)op, d.world, root);
+            printed_head = 1;
+            const char *label = a->lib ? lib_name : a->name;
+            if (a->mpi_host && (cm.backend != COMM_MPI || dev.kind != DEV_CPU)) {
+                say("#   lib %s skipped: NCCL has no %s, and MPI's needs host buffers\n",
+                    bench_ops[op].name, bench_ops[op].name);
+                continue;
+            }
+            int n = 0;
+            size_t last = 0;
+            for (int si = 0; si < nsizes; si++) {
+                bench_case_t c;
+                bench_case_init(&c, (op_id)op, totals[si], d.rank, d.world, root, dt,
+                                (uint32_t)ca.seed);
+                if (c.bytes == last) continue;   /* sizes that round to the same shape */
+                last = c.bytes;
+                if (si == 0 && h.check && !bench_check_possible(&c))
+                    say("#   exact check impossible: bf16 sums over %d ranks exceed 256\n", d.world);
+                rows[n] = measure(&h, a, &c);
+                if (rows[n].wrong > 0) total_wrong += rows[n].wrong;
+                xs[n] = (double)rows[n].bytes;
+                ts[n] = rows[n].time_us;
+                n++;
+            }
+            ab_fit_t fit = ab_fit(xs, ts, n);
+            print_rows(label, dt, rows, n, fit, bench_ops[op].busbw_factor(d.world));
+            for (int i = 0; csv && i < n; i++)
+                fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.3f,%.6f,%.6f,%lld\n", bench_ops[op].name,
+                        label, d.world, rows[i].bytes, rows[i].count, dtype_name(dt),
+                        rows[i].time_us, rows[i].algbw, rows[i].busbw, rows[i].wrong);
+            if (csv) fflush(csv);
+        }
+    }
+
+    if (total_wrong > 0) say("\n# wrong elements: %lld\n", total_wrong);
+    else say("\n# wrong elements: 0%s\n", h.check ? " (every result exact)" : " (not checked)");
+    if (csv) {
+        fclose(csv);
+        say("# rows appended to %s\n", ca.csv);
+    }
+    free(rows); free(xs); free(ts); free(totals);
+    free(h.hsend.p); free(h.hrecv.p);
+    if (h.dsend.p) dev_free(&dev, h.dsend.p);
+    if (h.drecv.p) dev_free(&dev, h.drecv.p);
+    p2p_destroy(&h.x.p2p);
+    comm_destroy(&cm);
+    device_finalize(&dev);
+    if (total_wrong > 0) {
+        if (d.rank == 0)
+            fprintf(stderr, "error: %lld elements differ from the exact result (#wrong column)\n",
+                    total_wrong);
+        dist_finalize();
+        return 1;
+    }
+    dist_finalize();
+    return 0;
+}
