@@ -48,7 +48,7 @@ typedef struct {
     const device_t *dev;
     bench_ctx_t x;
     buf_t hsend, hrecv, dsend, drecv;
-    int iters, warmup, check;
+    int iters, warmup, check, corrupt;
 } harness_t;
 
 /* One measurement: check, then time. Returns the row (same on every rank). */
@@ -72,6 +72,11 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
     long long wrong = -1;
     if (h->check && bench_check_possible(c)) {
         if (staged) dev_to_host(h->dev, hr, recv, c->recv_count * es);
+        if (h->corrupt && c->check_count &&
+            c->rank == (c->op == OP_REDUCE || c->op == OP_GATHER ? c->root : c->world - 1)) {
+            size_t i = c->check_count / 2;   /* one element, off by one */
+            dtype_set(hr, c->dt, i, dtype_get(hr, c->dt, i) + 1.0f);
+        }
         long long mine = (long long)bench_check(c, hr);
         MPI_CHECK(MPI_Allreduce(&mine, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     }
@@ -146,7 +151,7 @@ int main(int argc, char **argv) {
     common_args_t ca = COMMON_ARGS_DEFAULT;
     size_t minbytes = 4, maxbytes = 64u << 20, chunk = 256u << 10;
     double stepfactor = 2;
-    int iters = 20, warmup = 5, root = 0, check_on = 0, check_off = 0;
+    int iters = 20, warmup = 5, root = 0, check_on = 0, check_off = 0, corrupt = 0;
     const char *op_s = "allreduce", *algo_s = "all", *dtype_s = "fp32";
     arg_t flags[] = {
         {"op", ARG_CHOICE, &op_s, "collective to measure",
@@ -167,6 +172,8 @@ int main(int argc, char **argv) {
          1073741824.0},
         {"check", ARG_FLAG, &check_on, "exact check of every element (the default)", NULL, 0, 0},
         {"no-check", ARG_FLAG, &check_off, "skip the check (nccl-tests -c 0)", NULL, 0, 0},
+        {"corrupt", ARG_FLAG, &corrupt,
+         "change one result element per size before the check, to see it fail", NULL, 0, 0},
         COMMON_ARGS(ca),
     };
     args_parse(argc, argv, "02_allreduce/allreduce",
@@ -175,6 +182,7 @@ int main(int argc, char **argv) {
                "checked exactly, bandwidths as nccl-tests computes them, an alpha-beta fit.",
                flags, ARRAY_LEN(flags));
     if (check_on && check_off) usage_error("--check and --no-check contradict each other");
+    if (corrupt && check_off) usage_error("--corrupt needs the check (drop --no-check)");
     if (minbytes > maxbytes)
         usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", minbytes, maxbytes);
     if (root >= d.world) usage_error("--root %d is not a rank (world %d)", root, d.world);
@@ -207,6 +215,7 @@ int main(int argc, char **argv) {
     h.iters = iters;
     h.warmup = warmup;
     h.check = !check_off;
+    h.corrupt = corrupt;
     p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
     h.dsend.on_dev = h.drecv.on_dev = 1;
     const char *lib_name = comm_backend_name(cm.backend);
