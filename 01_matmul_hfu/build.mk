@@ -1,0 +1,8 @@
+# Chapter 01: hardware FLOPs utilisation of matrix products.
+HFU_SRCS := $(wildcard 01_matmul_hfu/*.c 01_matmul_hfu/*.cu)
+PROGRAMS += 01_matmul_hfu/hfu
+01_matmul_hfu/hfu: $(call objects,$(HFU_SRCS))
+
+# Unit tests: the kernels, the checker and the MLP, without the program.
+TEST_PROGRAMS += build/tests/unit_hfu
+build/tests/unit_hfu: $(call objects,tests/unit_hfu.c $(filter-out 01_matmul_hfu/main.c,$(HFU_SRCS)))

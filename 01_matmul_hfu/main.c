@@ -1,0 +1,406 @@
+/* main.c: hfu, hardware FLOPs utilisation of matrix products.
+ *
+ * For each size in --sizes and each variant (matmul.h), time C = A B on
+ * square m = n = k = size matrices, check C against double precision, and
+ * report
+ *   TFLOP/s = 2 m n k / time
+ *   HFU     = TFLOP/s / the device's peak at the variant's precision
+ * (perf.h: the vendor's dense peak for a GPU, a measured FMA loop for the
+ * CPU). --mlp instead runs a two-layer MLP forward and backward and reports
+ * MFU (mlp.h). A wrong result prints WRONG in the table and the program
+ * ends with an error and exit status 1. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "check.h"
+#include "device.h"
+#include "dist.h"
+#include "dtype.h"
+#include "matmul.h"
+#include "mlp.h"
+#include "perf.h"
+
+/* cap: above this size the variant is skipped unless named in --variants
+ * (minutes per run otherwise); 0: no cap. */
+typedef struct {
+    const char *name;
+    device_kind dev;
+    precision_t prec;
+    int cap;
+    const char *what;
+} variant_t;
+
+enum { CPU_NAIVE, CPU_V1, CPU_V2, CPU_V3, OPENBLAS_SGEMM, OPENBLAS_BF16,
+       CUDA_NAIVE, CUDA_TILED, CUBLAS_FP32, CUBLAS_TF32, CUBLAS_BF16, NVARIANTS };
+
+static const variant_t variants[NVARIANTS] = {
+    [CPU_NAIVE] = {"cpu_naive", DEV_CPU, PREC_FP32, 512, "i-j-p triple loop"},
+    [CPU_V1] = {"cpu_v1_ikj", DEV_CPU, PREC_FP32, 2048, "loop order i-p-j: contiguous, vectorised inner loop"},
+    [CPU_V2] = {"cpu_v2_tiled", DEV_CPU, PREC_FP32, 0, "v1 on tiles that stay in L1/L2"},
+    [CPU_V3] = {"cpu_v3_packed", DEV_CPU, PREC_FP32, 0, "packed panels + register micro-kernel (Goto/BLIS)"},
+    [OPENBLAS_SGEMM] = {"openblas_sgemm", DEV_CPU, PREC_FP32, 0, "OpenBLAS cblas_sgemm"},
+    [OPENBLAS_BF16] = {"openblas_bf16", DEV_CPU, PREC_BF16, 0, "OpenBLAS cblas_sbgemm: bf16 inputs, fp32 output"},
+    [CUDA_NAIVE] = {"cuda_naive", DEV_CUDA, PREC_FP32, 4096, "one thread per output, global memory only"},
+    [CUDA_TILED] = {"cuda_tiled", DEV_CUDA, PREC_FP32, 0, "32x32 shared-memory tiles"},
+    [CUBLAS_FP32] = {"cublas_fp32", DEV_CUDA, PREC_FP32, 0, "cuBLAS fp32 on the FP32 units"},
+    [CUBLAS_TF32] = {"cublas_tf32", DEV_CUDA, PREC_TF32, 0, "cuBLAS tf32 on the tensor cores"},
+    [CUBLAS_BF16] = {"cublas_bf16", DEV_CUDA, PREC_BF16, 0, "cuBLAS bf16 on the tensor cores, fp32 accumulation"},
+};
+#define MAX_SIZES 64
+#define MAX_SIZE 65536
+
+typedef struct {             /* the operands of one size */
+    int n;
+    float *A, *B, *C;        /* host, fp32 */
+    bf16_t *Ab, *Bb;         /* host, bf16 copies for the bf16 variants */
+    void *dA, *dB, *dAb, *dBb, *dC;   /* device copies (GPU runs) */
+} operands_t;
+
+static void run_variant(const device_t *d, int v, operands_t *o) {
+    const int n = o->n;
+    (void)d;
+    switch (v) {
+    case CPU_NAIVE: matmul_cpu_naive(o->A, o->B, o->C, n, n, n, d->threads); break;
+    case CPU_V1: matmul_cpu_v1(o->A, o->B, o->C, n, n, n, d->threads); break;
+    case CPU_V2: matmul_cpu_v2(o->A, o->B, o->C, n, n, n, d->threads); break;
+    case CPU_V3: matmul_cpu_v3(o->A, o->B, o->C, n, n, n, d->threads); break;
+    case OPENBLAS_SGEMM: matmul_openblas_sgemm(o->A, o->B, o->C, n, n, n); break;
+    case OPENBLAS_BF16: matmul_openblas_sbgemm(o->Ab, o->Bb, o->C, n, n, n); break;
+#ifdef USE_CUDA
+    case CUDA_NAIVE: matmul_cuda_naive(d, o->dA, o->dB, o->dC, n, n, n); break;
+    case CUDA_TILED: matmul_cuda_tiled(d, o->dA, o->dB, o->dC, n, n, n); break;
+    case CUBLAS_FP32: matmul_cublas_f32(d, o->dA, o->dB, o->dC, n, n, n, 0); break;
+    case CUBLAS_TF32: matmul_cublas_f32(d, o->dA, o->dB, o->dC, n, n, n, 1); break;
+    case CUBLAS_BF16: matmul_cublas_bf16(d, o->dAb, o->dBb, o->dC, n, n, n); break;
+#endif
+    default: die("variant %s is not in this build", variants[v].name);
+    }
+}
+
+static void operands_init(operands_t *o, const device_t *d, int n, uint64_t seed) {
+    const size_t count = (size_t)n * n;
+    memset(o, 0, sizeof *o);
+    o->n = n;
+    o->A = xmalloc(count * 4);
+    o->B = xmalloc(count * 4);
+    o->C = xmalloc(count * 4);
+    o->Ab = xmalloc(count * 2);
+    o->Bb = xmalloc(count * 2);
+    fill_uniform(o->A, (long)count, seed);
+    fill_uniform(o->B, (long)count, seed + 1);
+    for (size_t i = 0; i < count; i++) { o->Ab[i] = f32_to_bf16(o->A[i]); o->Bb[i] = f32_to_bf16(o->B[i]); }
+    if (d->kind == DEV_CUDA) {
+        o->dA = dev_alloc(d, count * 4);
+        o->dB = dev_alloc(d, count * 4);
+        o->dAb = dev_alloc(d, count * 2);
+        o->dBb = dev_alloc(d, count * 2);
+        o->dC = dev_alloc(d, count * 4);
+        dev_from_host(d, o->dA, o->A, count * 4);
+        dev_from_host(d, o->dB, o->B, count * 4);
+        dev_from_host(d, o->dAb, o->Ab, count * 2);
+        dev_from_host(d, o->dBb, o->Bb, count * 2);
+    }
+}
+
+static void operands_free(operands_t *o, const device_t *d) {
+    free(o->A); free(o->B); free(o->C); free(o->Ab); free(o->Bb);
+    if (d->kind == DEV_CUDA) {
+        dev_free(d, o->dA); dev_free(d, o->dB); dev_free(d, o->dAb); dev_free(d, o->dBb);
+        dev_free(d, o->dC);
+    }
+}
+
+/* Parses --variants ("all" or a comma list) into want[]; returns 1 when the
+ * user named variants (then size caps do not apply). */
+static int parse_variants(const char *s, const device_t *d, int want[NVARIANTS]) {
+    for (int v = 0; v < NVARIANTS; v++) want[v] = 0;
+    if (strcmp(s, "all") == 0) {
+        for (int v = 0; v < NVARIANTS; v++) want[v] = variants[v].dev == d->kind;
+        return 0;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = -1;
+        for (int v = 0; v < NVARIANTS; v++)
+            if (strcmp(tok, variants[v].name) == 0) found = v;
+        if (found < 0) {
+            char names[512] = "";
+            for (int v = 0; v < NVARIANTS; v++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", v ? "," : "", variants[v].name);
+            usage_error("--variants: unknown variant '%s' (one of all,%s)", tok, names);
+        }
+        if (variants[found].dev != d->kind)
+            usage_error("--variants: %s runs on the %s, but this run uses the %s (see --device)",
+                        tok, variants[found].dev == DEV_CUDA ? "GPU" : "CPU",
+                        d->kind == DEV_CUDA ? "GPU" : "CPU");
+        want[found] = 1;
+    }
+    return 1;
+}
+
+static void print_header(const device_t *d, double peak_override) {
+    say("hfu: square matmuls C = A B with m = n = k = size; 2 m n k FLOPs each\n");
+    if (d->kind == DEV_CPU) {
+        say("device:  cpu (%s), %d thread%s\n", d->name, d->threads, d->threads == 1 ? "" : "s");
+        matmul_blas_settle();   /* the FMA loop needs the cores to itself */
+        if (peak_override <= 0)
+            say("peak:    fp32 %s; bf16 counted at the fp32 peak\n", perf_cpu_peak(d->threads)->formula);
+    } else {
+        say("device:  cuda %d (%s)\n", d->gpu, d->name);
+        const gpu_peak_t *g = perf_gpu_lookup(d->name);
+        if (peak_override > 0) {
+        } else if (g) {
+            say("peak:    %s dense, data sheet: fp32 %.1f, tf32 %.1f, bf16 %.1f TFLOP/s\n", g->label,
+                g->tflops[PREC_FP32], g->tflops[PREC_TF32], g->tflops[PREC_BF16]);
+        } else {
+            say("peak:    unknown for this GPU; pass --peak TFLOPS for utilisation\n");
+        }
+    }
+    if (peak_override > 0) say("peak:    %.4g TFLOP/s for every variant (--peak)\n", peak_override);
+}
+
+/* ---- the matmul sweep ---------------------------------------------------- */
+
+static int sweep(const device_t *d, const long *sizes, int nsizes, const int want[NVARIANTS],
+                 int named, int warmup, int iters, double peak_override, FILE *csv, uint64_t seed) {
+    int wrong = 0;
+    say("check:   max |C - ref| / rms(ref) against double-precision dot products of the same\n"
+        "         fp32 inputs (every entry up to 2^28 FMAs; above, whole rows and columns:\n"
+        "         first, last and random ones)\n");
+    say("timing:  mean of up to %d runs (at most ~1 s of them) after %d warm-up run%s\n\n",
+        iters, warmup, warmup == 1 ? "" : "s");
+    say("%6s  %-15s %-6s %-5s %10s %9s %7s %9s  %s\n", "size", "variant", "device", "dtype",
+        "time_ms", "TFLOP/s", "HFU", "rel.err", "check");
+    for (int s = 0; s < nsizes; s++) {
+        const int n = (int)sizes[s];
+        operands_t o;
+        operands_init(&o, d, n, seed + (uint64_t)n);
+        matmul_ref_t ref;
+        matmul_ref_init(&ref, o.A, o.B, n, n, n, MATMUL_CHECK_BUDGET, seed);
+        double fp32_lib_ms = 0, best_own_ms = 0;
+        const char *best_own = NULL;
+        for (int v = 0; v < NVARIANTS; v++) {
+            const variant_t *V = &variants[v];
+            if (!want[v]) continue;
+            if (!named && V->cap > 0 && n > V->cap) {
+                say("%6d  %-15s skipped: slow above %d (name it in --variants to run it anyway)\n",
+                    n, V->name, V->cap);
+                continue;
+            }
+            if (v == OPENBLAS_BF16 && !matmul_openblas_has_sbgemm()) {
+                say("%6d  %-15s skipped: this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)\n",
+                    n, V->name);
+                continue;
+            }
+            if (v <= CPU_V3) matmul_blas_settle();
+            /* NaN in C: a variant that writes nothing fails the check */
+            for (size_t i = 0; i < (size_t)n * n; i++) o.C[i] = NAN;
+            if (d->kind == DEV_CUDA) dev_from_host(d, o.dC, o.C, (size_t)n * n * 4);
+            for (int w = 0; w < warmup; w++) run_variant(d, v, &o);
+            double total_ms = 0;
+            int runs = 0;
+            while (runs < iters && (runs == 0 || total_ms < 1000.0)) {
+                dev_timer_t t;
+                dev_timer_start(&t, d);
+                run_variant(d, v, &o);
+                total_ms += dev_timer_stop_ms(&t);
+                runs++;
+            }
+            const double ms = total_ms / runs;
+            if (d->kind == DEV_CUDA) dev_to_host(d, o.C, o.dC, (size_t)n * n * 4);
+            int wi, wj;
+            const double err = matmul_ref_error(&ref, o.C, &wi, &wj);
+            const double tol = matmul_tolerance(V->prec);
+            const int ok = err <= tol;
+            const double flops = matmul_flops(n, n, n) / (ms * 1e-3);
+            const double peak = perf_peak(d, V->prec, peak_override);
+            char util[64];
+            perf_util_str(util, sizeof util, flops, peak);
+            say("%6d  %-15s %-6s %-5s %10.3f %9.4g %7s %9.1e  %s (tol %.0e)\n", n, V->name,
+                d->kind == DEV_CUDA ? "cuda" : "cpu", precision_name[V->prec], ms, flops / 1e12,
+                util, err, ok ? "ok" : "WRONG", tol);
+            if (!ok) {
+                wrong++;
+                fprintf(stderr, "error: %s at size %d: rel. error %.3g > tol %.0e (worst entry "
+                        "C[%d][%d] = %g)\n", V->name, n, err, tol, wi, wj,
+                        wi >= 0 ? (double)o.C[(size_t)wi * n + wj] : 0.0);
+                continue;
+            }
+            if (csv) {
+                fprintf(csv, "%s,%s,%s,%d,%d,%d,%.6g,%.6g,%.6g,", V->name,
+                        d->kind == DEV_CUDA ? "cuda" : "cpu", precision_name[V->prec], n, n, n, ms,
+                        flops / 1e12, peak / 1e12);
+                if (peak > 0) fprintf(csv, "%.4g\n", 100.0 * flops / peak);
+                else fprintf(csv, "nan\n");
+                fflush(csv);
+            }
+            if (strcmp(V->name, "openblas_sgemm") == 0 || strcmp(V->name, "cublas_fp32") == 0)
+                fp32_lib_ms = ms;
+            if (strncmp(V->name, "cpu_", 4) == 0 || strncmp(V->name, "cuda_", 5) == 0)
+                if (!best_own || ms < best_own_ms) { best_own = V->name; best_own_ms = ms; }
+        }
+        if (best_own && fp32_lib_ms > 0)
+            say("%6d  fastest hand-written: %s at %.2fx the speed of %s\n", n, best_own,
+                fp32_lib_ms / best_own_ms, d->kind == DEV_CUDA ? "cublas_fp32" : "openblas_sgemm");
+        say("\n");
+        matmul_ref_free(&ref);
+        operands_free(&o, d);
+    }
+    return wrong;
+}
+
+/* ---- the MLP: model FLOPs utilisation ----------------------------------- */
+
+static int run_mlp(const device_t *d, int B, int D, int H, int warmup, int iters,
+                   double peak_override, uint64_t seed) {
+    const int gpu = d->kind == DEV_CUDA;
+    const precision_t prec = gpu ? PREC_BF16 : PREC_FP32;
+    say("mlp:     y = relu(x W1) W2, L = 0.5/B sum (y - t)^2, forward + backward, %s\n",
+        gpu ? "cuBLAS bf16 (fp32 accumulation)" : "OpenBLAS sgemm fp32");
+
+    /* First a tiny problem against the double-precision reference. */
+    mlp_data_t tiny;
+    mlp_data_init(&tiny, MLP_CHECK_B, MLP_CHECK_D, MLP_CHECK_H, seed);
+    mlp_grads_t want, got;
+    mlp_grads_alloc(&want, tiny.B, tiny.D, tiny.H);
+    mlp_reference(&tiny, gpu, &want);
+    if (gpu) {
+#ifdef USE_CUDA
+        mlp_cuda_t *c = mlp_cuda_init(d, &tiny);
+        mlp_cuda_step(c);
+        mlp_grads_alloc(&got, tiny.B, tiny.D, tiny.H);
+        mlp_cuda_grads(c, &got);
+        mlp_cuda_free(c);
+#endif
+    } else {
+        mlp_cpu_t c;
+        mlp_cpu_init(&c, &tiny);
+        mlp_cpu_step(&c);
+        got = c.g;
+        c.g = (mlp_grads_t){0};
+        mlp_cpu_free(&c);
+    }
+    const double err = mlp_grads_error(&got, &want, tiny.B, tiny.D, tiny.H);
+    const double tol = gpu ? MLP_TOL_BF16 : MLP_TOL_FP32;
+    say("check:   gradients of a tiny MLP (B %d, D %d, H %d) against double precision%s:\n"
+        "         rel. error %.1e (tol %.0e) %s\n", tiny.B, tiny.D, tiny.H,
+        gpu ? " (same bf16 roundings)" : "", err, tol, err <= tol ? "ok" : "WRONG");
+    mlp_grads_free(&got);
+    mlp_grads_free(&want);
+    mlp_data_free(&tiny);
+    if (!(err <= tol)) {
+        fprintf(stderr, "error: MLP gradients differ from the reference: rel. error %.3g > tol %.0e\n", err, tol);
+        return 1;
+    }
+
+    /* Model FLOPs per step = 6 x B x P, P = 2 D H (mlp.h). */
+    mlp_data_t m;
+    mlp_data_init(&m, B, D, H, seed);
+    const double flops = mlp_flops(B, D, H);
+    say("shape:   batch B %d, dim D %d, hidden H %d: P = 2 D H = %.4g M parameters\n", B, D, H,
+        mlp_params(D, H) / 1e6);
+    say("FLOPs:   6 x B x P = %.4g GFLOP per step (6 matmuls of 2 B D H)\n", flops / 1e9);
+    mlp_cpu_t cpu = {0};
+#ifdef USE_CUDA
+    mlp_cuda_t *cuda = gpu ? mlp_cuda_init(d, &m) : NULL;
+#endif
+    if (!gpu) mlp_cpu_init(&cpu, &m);
+    double total_ms = 0, loss = 0;
+    int runs = 0;
+    for (int it = -warmup; it < iters && (it <= 0 || total_ms < 2000.0); it++) {
+        dev_timer_t t;
+        dev_timer_start(&t, d);
+#ifdef USE_CUDA
+        if (gpu) mlp_cuda_step(cuda);
+#endif
+        if (!gpu) loss = mlp_cpu_step(&cpu);
+        const double ms = dev_timer_stop_ms(&t);
+        if (it >= 0) { total_ms += ms; runs++; }
+    }
+    const double ms = total_ms / runs;
+    const double peak = perf_peak(d, prec, peak_override);
+    char util[64];
+    perf_util_str(util, sizeof util, flops / (ms * 1e-3), peak);
+    if (!gpu) say("loss:    %.6f\n", loss);
+    say("step:    %.3f ms (mean of %d), %.4g TFLOP/s, MFU %s of the %s peak %.4g TFLOP/s\n", ms,
+        runs, flops / (ms * 1e-3) / 1e12, util, precision_name[prec], peak / 1e12);
+#ifdef USE_CUDA
+    if (cuda) mlp_cuda_free(cuda);
+#endif
+    if (!gpu) mlp_cpu_free(&cpu);
+    mlp_data_free(&m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    dist_t dist;
+    dist_init(&argc, &argv, &dist);
+    common_args_t c = COMMON_ARGS_DEFAULT;
+    const char *sizes_s = NULL, *variants_s = "all";
+    int warmup = 1, iters = 5, mlp = 0, batch = 0, dim = 0, hidden = 0;
+    double peak_override = 0;
+    arg_t flags[] = {
+        COMMON_ARGS(c),
+        {"sizes", ARG_STRING, &sizes_s, "matrix sizes, e.g. 256,512,1K (default: CPU 128..2048, GPU 256..8192)", NULL, 0, 0},
+        {"variants", ARG_STRING, &variants_s, "comma list of variants, or all (those of the device)", NULL, 0, 0},
+        {"iters", ARG_INT, &iters, "timed runs per variant and size (fewer once ~1 s is spent)", NULL, 1, 1e6},
+        {"warmup", ARG_INT, &warmup, "untimed runs first", NULL, 0, 1e6},
+        {"peak", ARG_DOUBLE, &peak_override, "peak TFLOP/s for HFU/MFU instead of the table or measurement", NULL, 0, 1e9},
+        {"mlp", ARG_FLAG, &mlp, "run the two-layer MLP forward+backward and report MFU instead", NULL, 0, 0},
+        {"batch", ARG_INT, &batch, "--mlp batch B (0: CPU 1024, GPU 8192)", NULL, 0, 1 << 20},
+        {"dim", ARG_INT, &dim, "--mlp input/output width D (0: CPU 1024, GPU 4096)", NULL, 0, 1 << 20},
+        {"hidden", ARG_INT, &hidden, "--mlp hidden width H (0: CPU 4096, GPU 16384)", NULL, 0, 1 << 20},
+    };
+    args_parse(argc, argv, "hfu",
+               "Hardware FLOPs utilisation of matrix products: naive, blocked and library\n"
+               "kernels on the CPU and GPU, each checked against double precision.\n"
+               "Variants: cpu_naive cpu_v1_ikj cpu_v2_tiled cpu_v3_packed openblas_sgemm\n"
+               "openblas_bf16 (CPU); cuda_naive cuda_tiled cublas_fp32 cublas_tf32 cublas_bf16 (GPU).",
+               flags, ARRAY_LEN(flags));
+    if (dist.world > 1)
+        usage_error("hfu measures one device; run it without mpirun (got %d ranks)", dist.world);
+
+    device_t d;
+    device_init(&d, c.device, dist.local_rank, dist.local_world, c.threads);
+    matmul_blas_mark();   /* device_init sized OpenBLAS's thread pool */
+    /* parse the lists before any work, so a bad flag fails at once */
+    long sizes[MAX_SIZES];
+    int nsizes;
+    if (sizes_s) {
+        nsizes = args_size_list(sizes_s, sizes, MAX_SIZES, "sizes");
+    } else if (d.kind == DEV_CUDA) {
+        const long def[] = {256, 512, 1024, 2048, 4096, 8192};
+        nsizes = ARRAY_LEN(def);
+        memcpy(sizes, def, sizeof def);
+    } else {
+        const long def[] = {128, 256, 512, 1024, 2048};
+        nsizes = ARRAY_LEN(def);
+        memcpy(sizes, def, sizeof def);
+    }
+    for (int s = 0; s < nsizes; s++)
+        if (sizes[s] > MAX_SIZE) usage_error("--sizes: %ld is above the largest size, %d", sizes[s], MAX_SIZE);
+    int want[NVARIANTS];
+    const int named = parse_variants(variants_s, &d, want);
+    FILE *csv = (c.csv && !mlp) ? csv_open(c.csv, "variant,device,dtype,m,n,k,time_ms,tflops,peak_tflops,hfu") : NULL;
+
+    print_header(&d, peak_override);
+    int status;
+    if (mlp) {
+        const int gpu = d.kind == DEV_CUDA;
+        status = run_mlp(&d, batch ? batch : gpu ? 8192 : 1024, dim ? dim : gpu ? 4096 : 1024,
+                         hidden ? hidden : gpu ? 16384 : 4096, warmup, iters, peak_override,
+                         (uint64_t)c.seed);
+    } else {
+        const int wrong = sweep(&d, sizes, nsizes, want, named, warmup, iters, peak_override, csv,
+                                (uint64_t)c.seed);
+        if (wrong) fprintf(stderr, "error: %d result%s wrong (see the table)\n", wrong, wrong == 1 ? "" : "s");
+        status = wrong ? 1 : 0;
+    }
+    if (csv) fclose(csv);
+    device_finalize(&d);
+    dist_finalize();
+    return status;
+}
