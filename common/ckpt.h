@@ -1,0 +1,92 @@
+/* ckpt.h: checkpoint files, saved atomically and refused when corrupt.
+ *
+ * A checkpoint holds named blobs (weights, optimizer moments, ...) and two
+ * lists of name = value text pairs:
+ *   config  what the run must match to resume (model shape, dtype, global
+ *           batch, seed, data, schedule); a difference is refused, naming the
+ *           first field that differs;
+ *   state   what the run restores (step, data position, RNG state).
+ *
+ * File layout (little-endian, version 1):
+ *   0     char magic[8] = "DTRNCKPT"
+ *   8     u32 version, u32 header_bytes (= 4096)
+ *   16    u64 file_bytes (the whole file; a shorter file is truncated)
+ *   24    u64 header_checksum (hash_bytes of the 4096-byte header with this
+ *         field zero)
+ *   32    u32 nconfig, nstate, nblob, 0
+ *   48    config[24]: {char name[32]; char value[32]}
+ *   1584  state[16]:  {char name[32]; char value[32]}
+ *   2608  blob[16]:   {char name[32]; u64 offset, bytes, checksum, 0}
+ *   3632  zero padding to 4096
+ *   4096  the blobs, each at a 64-byte aligned offset, checksummed with
+ *         hash_bytes (data.h)
+ *
+ * Saving is atomic: write PATH.tmp, fsync it, rename it over PATH, fsync the
+ * directory. A crash at any moment leaves either the old file or the new one
+ * complete under PATH (and maybe a stale PATH.tmp, which nothing reads).
+ *
+ * In a directory, checkpoints are named step_00000012.ckpt; the newest is the
+ * one with the highest step. */
+#ifndef CKPT_H
+#define CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { CKPT_VERSION = 1, CKPT_HEADER_BYTES = 4096, CKPT_MAX_CONFIG = 24,
+       CKPT_MAX_STATE = 16, CKPT_MAX_BLOB = 16, CKPT_NAME = 32 };
+
+typedef struct { char name[CKPT_NAME]; char value[CKPT_NAME]; } ckpt_kv_t;
+
+typedef struct {
+    char name[CKPT_NAME];
+    void *data;      /* saved from / loaded into (host memory) */
+    size_t bytes;    /* expected size on load */
+} ckpt_blob_t;
+
+typedef struct {
+    int nconfig, nstate, nblob;
+    ckpt_kv_t config[CKPT_MAX_CONFIG];
+    ckpt_kv_t state[CKPT_MAX_STATE];
+    ckpt_blob_t blob[CKPT_MAX_BLOB];
+} ckpt_t;
+
+/* Describe a checkpoint: the same calls before saving and before loading. */
+void ckpt_config_int(ckpt_t *c, const char *name, long long v);
+void ckpt_config_double(ckpt_t *c, const char *name, double v);   /* exact (%.17g) */
+void ckpt_config_str(ckpt_t *c, const char *name, const char *v);
+void ckpt_state_u64(ckpt_t *c, const char *name, uint64_t v);
+void ckpt_blob(ckpt_t *c, const char *name, void *data, size_t bytes);
+
+/* After a successful load: a state value (dies if the name is missing). */
+uint64_t ckpt_get_state(const ckpt_t *c, const char *name);
+
+/* Write c to path atomically (see above). Dies on I/O errors. */
+void ckpt_save(const ckpt_t *c, const char *path);
+
+/* Read path, verify it and fill c's blobs and state. Returns 0, or -1 with a
+ * one-line reason in err (nothing is trusted before every check passed: magic,
+ * version, size, header and blob checksums, config, blob names and sizes;
+ * blob memory may hold partial data after a failure). */
+int ckpt_load(ckpt_t *c, const char *path, char *err, size_t errlen);
+
+/* Directory helpers: "DIR/step_00000012.ckpt"; the newest complete
+ * checkpoint's path and step (returns 0, or -1 when there is none). */
+void ckpt_make_dir(const char *dir);   /* mkdir -p; dies on failure */
+void ckpt_step_path(char *out, size_t len, const char *dir, long step);
+int ckpt_latest(const char *dir, char *out, size_t len, long *step);
+/* Delete all but the newest `keep` checkpoints and any stale temporary files. */
+void ckpt_prune(const char *dir, int keep);
+
+/* Testing: when > 0, ckpt_save kills its own process (SIGKILL) after writing
+ * this many bytes of the temporary file, as a crash in mid-save would. */
+extern size_t ckpt_crash_after_bytes;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
