@@ -95,7 +95,7 @@ typedef struct {
     int is_norm;                /* RMSNorm gain: initialised to 1, no weight decay */
 } model_tensor_t;
 /* Fills up to max entries in flat-array order; returns how many tensors the
- * layout has (2 + 9 per layer + 2 for the full model). */
+ * layout has (1 + 9 per layer + 2 for the full model). */
 int model_tensors(const model_layout_t *lay, const model_config_t *c, model_tensor_t *out,
                   int max);
 

@@ -1,0 +1,437 @@
+/* ops_cpu.c: the CPU backend of ops.h.
+ *
+ * Matrix products go to OpenBLAS sgemm (its own threads are the rank's only
+ * threads: no OpenMP here). Everything else is one plain pass over memory.
+ * bf16 buffers hold real rounded bf16 values; they are widened to fp32 to
+ * compute, and rounded once when stored, so the CPU exercises exactly the
+ * precision of a mixed-precision GPU run. Semantics: see ops.h.
+ *
+ * Scratch buffers are static and grow on demand: a rank calls ops from one
+ * thread. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ops_cpu.h"
+
+/* ---- scratch --------------------------------------------------------------- */
+enum { SCR_A, SCR_B, SCR_C, SCR_Q, SCR_K, SCR_V, SCR_O, SCR_DO, SCR_DQ, SCR_DK, SCR_DV,
+       SCR_S, SCR_P, SCR_COUNT };
+static float *scr_buf[SCR_COUNT];
+static size_t scr_len[SCR_COUNT];
+
+static float *scratch(int which, size_t n) {
+    if (scr_len[which] < n) {
+        free(scr_buf[which]);
+        scr_buf[which] = xmalloc(n * sizeof(float));
+        scr_len[which] = n;
+    }
+    return scr_buf[which];
+}
+
+static inline float ld(const void *p, dtype_t t, size_t i) { return dtype_get(p, t, i); }
+static inline void st(void *p, dtype_t t, size_t i, float v) { dtype_set(p, t, i, v); }
+
+/* A rows x cols matrix with leading dimension ldx, as packed fp32 (ld = cols).
+ * fp32 input is returned as is (the caller keeps its ld). */
+static const float *widen(int which, const void *x, dtype_t t, int rows, int cols, int ldx,
+                          int *ld_out) {
+    if (t == DT_F32) { *ld_out = ldx; return (const float *)x; }
+    float *w = scratch(which, (size_t)rows * cols);
+    const bf16_t *h = (const bf16_t *)x;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) w[(size_t)r * cols + c] = bf16_to_f32(h[(size_t)r * ldx + c]);
+    *ld_out = cols;
+    return w;
+}
+
+static float *widen_all(int which, const void *x, dtype_t t, size_t n) {
+    if (t == DT_F32) return (float *)x;
+    float *w = scratch(which, n);
+    const bf16_t *h = (const bf16_t *)x;
+    for (size_t i = 0; i < n; i++) w[i] = bf16_to_f32(h[i]);
+    return w;
+}
+
+static void narrow_all(void *dst, const float *src, dtype_t t, size_t n) {
+    if (t == DT_F32) { if (dst != src) memcpy(dst, src, n * sizeof(float)); return; }
+    bf16_t *h = (bf16_t *)dst;
+    for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+void cpu_matmul(const device_t *d, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                const void *A, int lda, const void *B, int ldb, dtype_t ab_t, float beta,
+                void *C, int ldc, dtype_t c_t) {
+    (void)d;
+    if (M <= 0 || N <= 0) return;
+    int la, lb;
+    const float *a = widen(SCR_A, A, ab_t, trans_a ? K : M, trans_a ? M : K, lda, &la);
+    const float *b = widen(SCR_B, B, ab_t, trans_b ? N : K, trans_b ? K : N, ldb, &lb);
+    float *c = (float *)C;
+    int lc = ldc;
+    if (c_t == DT_BF16) {
+        c = scratch(SCR_C, (size_t)M * N);
+        lc = N;
+        if (beta != 0.0f)
+            for (int r = 0; r < M; r++)
+                for (int j = 0; j < N; j++)
+                    c[(size_t)r * N + j] = bf16_to_f32(((const bf16_t *)C)[(size_t)r * ldc + j]);
+    }
+    if (K <= 0) {   /* sgemm with K = 0 is legal, but some BLAS builds skip the beta scaling */
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < N; j++) c[(size_t)r * lc + j] = beta == 0.0f ? 0.0f : beta * c[(size_t)r * lc + j];
+    } else {
+        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                    trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, la, b, lb, beta, c, lc);
+    }
+    if (c_t == DT_BF16)
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < N; j++)
+                ((bf16_t *)C)[(size_t)r * ldc + j] = f32_to_bf16(c[(size_t)r * N + j]);
+}
+
+/* ---- embedding ------------------------------------------------------------- */
+void cpu_embedding_forward(const device_t *d, dtype_t t, const int *tokens, const void *table,
+                           void *out, int N, int C) {
+    (void)d;
+    size_t es = dtype_size(t);
+    for (int n = 0; n < N; n++)
+        memcpy((char *)out + (size_t)n * C * es, (const char *)table + (size_t)tokens[n] * C * es,
+               (size_t)C * es);
+}
+
+void cpu_embedding_backward(const device_t *d, dtype_t t, const int *tokens, const void *dout,
+                            float *dtable, int N, int C) {
+    (void)d;
+    for (int n = 0; n < N; n++) {
+        float *row = dtable + (size_t)tokens[n] * C;
+        for (int c = 0; c < C; c++) row[c] += ld(dout, t, (size_t)n * C + c);
+    }
+}
+
+/* ---- RMSNorm --------------------------------------------------------------- */
+void cpu_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w, void *y,
+                         float *rstd, int N, int C, float eps) {
+    (void)d;
+    for (int n = 0; n < N; n++) {
+        size_t o = (size_t)n * C;
+        float ss = 0.0f;
+        for (int c = 0; c < C; c++) { float v = ld(x, t, o + c); ss += v * v; }
+        float r = 1.0f / sqrtf(ss / (float)C + eps);
+        rstd[n] = r;
+        for (int c = 0; c < C; c++) st(y, t, o + c, (ld(x, t, o + c) * r) * ld(w, t, c));
+    }
+}
+
+void cpu_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const void *w,
+                          const float *rstd, const void *dy, const void *dres, void *dx,
+                          float *dw, int N, int C) {
+    (void)d;
+    for (int n = 0; n < N; n++) {
+        size_t o = (size_t)n * C;
+        float r = rstd[n], dot = 0.0f;
+        for (int c = 0; c < C; c++) {
+            float xh = ld(x, t, o + c) * r, g = ld(dy, t, o + c);
+            dw[c] += g * xh;
+            dot += g * ld(w, t, c) * xh;
+        }
+        dot /= (float)C;
+        for (int c = 0; c < C; c++) {
+            float xh = ld(x, t, o + c) * r;
+            float v = r * (ld(dy, t, o + c) * ld(w, t, c) - xh * dot);
+            if (dres) v += ld(dres, t, o + c);
+            st(dx, t, o + c, v);
+        }
+    }
+}
+
+/* ---- RoPE ------------------------------------------------------------------ */
+void rope_table(float *cs, int max_pos, int hd, double base) {
+    int half = hd / 2;
+    for (int p = 0; p < max_pos; p++)
+        for (int i = 0; i < half; i++) {
+            double a = (double)p * pow(base, -2.0 * i / (double)hd);
+            cs[((size_t)p * half + i) * 2] = (float)cos(a);
+            cs[((size_t)p * half + i) * 2 + 1] = (float)sin(a);
+        }
+}
+
+void cpu_rope(const device_t *d, dtype_t t, void *x, const float *cs, int B, int T, int H,
+              int hd, int pos0, int inverse) {
+    (void)d;
+    int half = hd / 2;
+    float sgn = inverse ? -1.0f : 1.0f;
+    for (int b = 0; b < B; b++)
+        for (int tt = 0; tt < T; tt++) {
+            const float *row = cs + (size_t)(pos0 + tt) * half * 2;
+            for (int h = 0; h < H; h++) {
+                size_t o = (((size_t)b * T + tt) * H + h) * hd;
+                for (int i = 0; i < half; i++) {
+                    float c = row[2 * i], s = sgn * row[2 * i + 1];
+                    float x0 = ld(x, t, o + 2 * i), x1 = ld(x, t, o + 2 * i + 1);
+                    st(x, t, o + 2 * i, x0 * c - x1 * s);
+                    st(x, t, o + 2 * i + 1, x0 * s + x1 * c);
+                }
+            }
+        }
+}
+
+/* ---- attention ------------------------------------------------------------- */
+/* Query rows are processed in chunks of QCHUNK: a chunk only multiplies
+ * against the keys its last row can see, so causal attention costs about
+ * half of the full square, with sgemm doing all four (six) products. */
+#define QCHUNK 64
+
+/* Keys [0, n) of the block that query row i (block-relative) may see: n = 0 if none. */
+static inline int visible_keys(int i, int Tk, int q_pos0, int k_pos0) {
+    int n = q_pos0 + i - k_pos0 + 1;
+    return n < 0 ? 0 : (n > Tk ? Tk : n);
+}
+
+void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k,
+                      const void *v, void *out, float *lse, int B, int Tq, int Tk, int H,
+                      int KV, int hd, int q_pos0, int k_pos0) {
+    (void)d;
+    const float *Q = widen_all(SCR_Q, q, t, (size_t)B * Tq * H * hd);
+    const float *K = widen_all(SCR_K, k, t, (size_t)B * Tk * KV * hd);
+    const float *Vv = widen_all(SCR_V, v, t, (size_t)B * Tk * KV * hd);
+    float *O = t == DT_F32 ? (float *)out : scratch(SCR_O, (size_t)B * Tq * H * hd);
+    float *S = scratch(SCR_S, (size_t)QCHUNK * Tk);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int group = H / KV, ldq = H * hd, ldk = KV * hd;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *Qh = Q + (size_t)b * Tq * ldq + (size_t)h * hd;
+            const float *Kh = K + (size_t)b * Tk * ldk + (size_t)(h / group) * hd;
+            const float *Vh = Vv + (size_t)b * Tk * ldk + (size_t)(h / group) * hd;
+            float *Oh = O + (size_t)b * Tq * ldq + (size_t)h * hd;
+            float *L = lse + ((size_t)b * H + h) * Tq;
+            for (int r0 = 0; r0 < Tq; r0 += QCHUNK) {
+                int rows = Tq - r0 < QCHUNK ? Tq - r0 : QCHUNK;
+                int nk = visible_keys(r0 + rows - 1, Tk, q_pos0, k_pos0);
+                if (nk == 0) {   /* the whole chunk sees nothing */
+                    for (int i = 0; i < rows; i++) {
+                        L[r0 + i] = -INFINITY;
+                        memset(Oh + (size_t)(r0 + i) * ldq, 0, (size_t)hd * sizeof(float));
+                    }
+                    continue;
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd, scale,
+                            Qh + (size_t)r0 * ldq, ldq, Kh, ldk, 0.0f, S, nk);
+                for (int i = 0; i < rows; i++) {
+                    float *s = S + (size_t)i * nk;
+                    int n = visible_keys(r0 + i, Tk, q_pos0, k_pos0);
+                    if (n == 0) {
+                        L[r0 + i] = -INFINITY;
+                        memset(s, 0, (size_t)nk * sizeof(float));
+                        continue;
+                    }
+                    float mx = s[0];
+                    for (int j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+                    float sum = 0.0f;
+                    for (int j = 0; j < n; j++) { s[j] = expf(s[j] - mx); sum += s[j]; }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j < n; j++) s[j] *= inv;
+                    for (int j = n; j < nk; j++) s[j] = 0.0f;
+                    L[r0 + i] = mx + logf(sum);
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, nk, 1.0f, S, nk,
+                            Vh, ldk, 0.0f, Oh + (size_t)r0 * ldq, ldq);
+            }
+        }
+    if (t != DT_F32) narrow_all(out, O, t, (size_t)B * Tq * H * hd);
+}
+
+void cpu_attn_merge(const device_t *d, dtype_t t, void *out, float *lse, const void *out_b,
+                    const float *lse_b, int B, int T, int H, int hd) {
+    (void)d;
+    for (int b = 0; b < B; b++)
+        for (int tt = 0; tt < T; tt++)
+            for (int h = 0; h < H; h++) {
+                size_t li = ((size_t)b * H + h) * T + tt;
+                size_t o = (((size_t)b * T + tt) * H + h) * hd;
+                float la = lse[li], lb = lse_b[li];
+                if (lb == -INFINITY) continue;      /* nothing new: keep (out, lse) */
+                if (la == -INFINITY) {              /* nothing yet: take block b */
+                    lse[li] = lb;
+                    for (int i = 0; i < hd; i++) st(out, t, o + i, ld(out_b, t, o + i));
+                    continue;
+                }
+                float m = la > lb ? la : lb;
+                float wa = expf(la - m), wb = expf(lb - m), inv = 1.0f / (wa + wb);
+                for (int i = 0; i < hd; i++)
+                    st(out, t, o + i, (wa * ld(out, t, o + i) + wb * ld(out_b, t, o + i)) * inv);
+                lse[li] = m + logf(wa + wb);
+            }
+}
+
+void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *k,
+                       const void *v, const void *out, const void *dout, const float *lse,
+                       void *dq, void *dk, void *dv, int B, int Tq, int Tk, int H, int KV,
+                       int hd, int q_pos0, int k_pos0) {
+    (void)d;
+    size_t nq = (size_t)B * Tq * H * hd, nkv = (size_t)B * Tk * KV * hd;
+    const float *Q = widen_all(SCR_Q, q, t, nq);
+    const float *K = widen_all(SCR_K, k, t, nkv);
+    const float *Vv = widen_all(SCR_V, v, t, nkv);
+    const float *O = widen_all(SCR_O, out, t, nq);
+    const float *dO = widen_all(SCR_DO, dout, t, nq);
+    float *dQ = widen_all(SCR_DQ, dq, t, nq);
+    float *dK = widen_all(SCR_DK, dk, t, nkv);
+    float *dV = widen_all(SCR_DV, dv, t, nkv);
+    float *P = scratch(SCR_P, (size_t)QCHUNK * Tk);
+    float *dS = scratch(SCR_S, (size_t)QCHUNK * Tk);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int group = H / KV, ldq = H * hd, ldk = KV * hd;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t qo = (size_t)b * Tq * ldq + (size_t)h * hd;
+            size_t ko = (size_t)b * Tk * ldk + (size_t)(h / group) * hd;
+            const float *L = lse + ((size_t)b * H + h) * Tq;
+            for (int r0 = 0; r0 < Tq; r0 += QCHUNK) {
+                int rows = Tq - r0 < QCHUNK ? Tq - r0 : QCHUNK;
+                int nk = visible_keys(r0 + rows - 1, Tk, q_pos0, k_pos0);
+                if (nk == 0) continue;
+                size_t qc = qo + (size_t)r0 * ldq;
+                /* p = exp(s - lse), recomputed from q, k and the saved lse */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd, scale, Q + qc, ldq,
+                            K + ko, ldk, 0.0f, P, nk);
+                /* dp = dout v^T */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd, 1.0f, dO + qc, ldq,
+                            Vv + ko, ldk, 0.0f, dS, nk);
+                for (int i = 0; i < rows; i++) {
+                    float *p = P + (size_t)i * nk, *ds = dS + (size_t)i * nk;
+                    int n = visible_keys(r0 + i, Tk, q_pos0, k_pos0);
+                    float l = L[r0 + i];
+                    if (n == 0 || l == -INFINITY) n = 0;
+                    const float *oi = O + qc + (size_t)i * ldq, *doi = dO + qc + (size_t)i * ldq;
+                    float D = 0.0f;
+                    for (int c = 0; c < hd; c++) D += doi[c] * oi[c];
+                    for (int j = 0; j < n; j++) {
+                        p[j] = expf(p[j] - l);
+                        ds[j] = p[j] * (ds[j] - D);
+                    }
+                    for (int j = n; j < nk; j++) { p[j] = 0.0f; ds[j] = 0.0f; }
+                }
+                /* dv += p^T dout;  dq += scale ds k;  dk += scale ds^T q */
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, rows, 1.0f, P, nk,
+                            dO + qc, ldq, 1.0f, dV + ko, ldk);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, nk, scale, dS, nk,
+                            K + ko, ldk, 1.0f, dQ + qc, ldq);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, rows, scale, dS, nk,
+                            Q + qc, ldq, 1.0f, dK + ko, ldk);
+            }
+        }
+    if (t != DT_F32) {
+        narrow_all(dq, dQ, t, nq);
+        narrow_all(dk, dK, t, nkv);
+        narrow_all(dv, dV, t, nkv);
+    }
+}
+
+/* ---- SwiGLU ------------------------------------------------------------------ */
+void cpu_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void *b, void *out,
+                        size_t n) {
+    (void)d;
+    for (size_t i = 0; i < n; i++) {
+        float x = ld(a, t, i);
+        st(out, t, i, x / (1.0f + expf(-x)) * ld(b, t, i));
+    }
+}
+
+void cpu_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void *b,
+                         const void *dout, void *da, void *db, size_t n) {
+    (void)d;
+    for (size_t i = 0; i < n; i++) {
+        float x = ld(a, t, i), u = ld(b, t, i), g = ld(dout, t, i);
+        float s = 1.0f / (1.0f + expf(-x));
+        st(da, t, i, g * u * s * (1.0f + x * (1.0f - s)));
+        st(db, t, i, g * x * s);
+    }
+}
+
+/* ---- cross-entropy ------------------------------------------------------------ */
+void cpu_xent_forward(const device_t *d, dtype_t t, const void *logits, const int *targets,
+                      float *loss, float *lse, int N, int V) {
+    (void)d;
+    for (int n = 0; n < N; n++) {
+        size_t o = (size_t)n * V;
+        float mx = ld(logits, t, o);
+        for (int j = 1; j < V; j++) { float x = ld(logits, t, o + j); mx = x > mx ? x : mx; }
+        float sum = 0.0f;
+        for (int j = 0; j < V; j++) sum += expf(ld(logits, t, o + j) - mx);
+        lse[n] = mx + logf(sum);
+        loss[n] = targets[n] < 0 ? 0.0f : lse[n] - ld(logits, t, o + targets[n]);
+    }
+}
+
+void cpu_xent_backward(const device_t *d, dtype_t t, const void *logits, const int *targets,
+                       const float *lse, void *dlogits, float scale, int N, int V) {
+    (void)d;
+    for (int n = 0; n < N; n++) {
+        size_t o = (size_t)n * V;
+        if (targets[n] < 0) {
+            for (int j = 0; j < V; j++) st(dlogits, t, o + j, 0.0f);
+            continue;
+        }
+        for (int j = 0; j < V; j++) {
+            float p = expf(ld(logits, t, o + j) - lse[n]);
+            st(dlogits, t, o + j, (p - (j == targets[n] ? 1.0f : 0.0f)) * scale);
+        }
+    }
+}
+
+/* ---- element-wise and reductions -------------------------------------------------- */
+void cpu_add(const device_t *d, dtype_t t, const void *a, const void *b, void *out, size_t n) {
+    (void)d;
+    if (t == DT_F32) {
+        const float *x = a, *y = b;
+        float *z = out;
+        for (size_t i = 0; i < n; i++) z[i] = x[i] + y[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++) st(out, t, i, ld(a, t, i) + ld(b, t, i));
+}
+
+void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtype_t dst_t,
+              size_t n) {
+    (void)d;
+    if (src_t == dst_t) {
+        if (dst != src) memmove(dst, src, n * dtype_size(src_t));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) st(dst, dst_t, i, ld(src, src_t, i));
+}
+
+void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
+    (void)d;
+    for (size_t i = 0; i < n; i++) st(x, t, i, ld(x, t, i) * s);
+}
+
+double cpu_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
+    (void)d;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) { double v = ld(x, t, i); sum += v * v; }
+    return sum;
+}
+
+void cpu_adamw(const device_t *d, float *master, float *m, float *v, const float *grad,
+               void *working, dtype_t working_t, size_t n, float lr, float beta1, float beta2,
+               float eps, float wd, float grad_scale, int step) {
+    (void)d;
+    const float c1 = (float)(1.0 - pow((double)beta1, step));
+    const float c2 = (float)(1.0 - pow((double)beta2, step));
+    const float decay = 1.0f - lr * wd;
+    for (size_t i = 0; i < n; i++) {
+        float g = grad[i] * grad_scale;
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+        float p = master[i] * decay;
+        p = p - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + eps);
+        master[i] = p;
+        if (working) st(working, working_t, i, p);
+    }
+}

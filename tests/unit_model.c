@@ -1,0 +1,980 @@
+/* unit_model.c: the model's kernels and the model itself, against finite
+ * differences and hand-computed values.
+ *
+ * Every test runs on the device under test (DEV=cpu|cuda, as tests/run.sh
+ * sets it), so `make test DEVICE=cuda` checks the CUDA backend against the
+ * same specifications. Finite differences are central, in fp32 through the
+ * ops and summed in double on the host: L = sum_i R_i out_i with fixed random
+ * weights R, so dL/dout = R is what each backward is fed. */
+#define UNIT_MAIN
+#include "unit.h"
+
+#include <stdint.h>
+#include <unistd.h>
+
+#include "device.h"
+#include "dtype.h"
+#include "model.h"
+#include "ops.h"
+#include "optim.h"
+
+/* ---- helpers ---------------------------------------------------------------- */
+static device_t dev;
+
+static void setup(void) {
+    const char *want = getenv("DEV");
+    device_init(&dev, want && *want ? want : "cpu", unit_dist.local_rank, unit_dist.local_world, 1);
+}
+
+static uint64_t rng_state = 12345;
+static float frand(void) {   /* uniform in [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+static float *rand_host(size_t n, float scale) {
+    float *h = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) h[i] = scale * frand();
+    return h;
+}
+/* A device buffer of type t holding host values h (rounded for bf16). */
+static void *up(const float *h, size_t n, dtype_t t) {
+    void *p = dev_alloc(&dev, n * dtype_size(t) + 64);
+    void *tmp = xmalloc(n * dtype_size(t) + 1);
+    for (size_t i = 0; i < n; i++) dtype_set(tmp, t, i, h[i]);
+    dev_from_host(&dev, p, tmp, n * dtype_size(t));
+    free(tmp);
+    return p;
+}
+static void put(void *p, const float *h, size_t n, dtype_t t) {
+    void *tmp = xmalloc(n * dtype_size(t) + 1);
+    for (size_t i = 0; i < n; i++) dtype_set(tmp, t, i, h[i]);
+    dev_from_host(&dev, p, tmp, n * dtype_size(t));
+    free(tmp);
+}
+static void down(float *h, const void *p, size_t n, dtype_t t) {
+    void *tmp = xmalloc(n * dtype_size(t) + 1);
+    dev_to_host(&dev, tmp, p, n * dtype_size(t));
+    for (size_t i = 0; i < n; i++) h[i] = dtype_get(tmp, t, i);
+    free(tmp);
+}
+static int *up_int(const int *h, size_t n) {
+    int *p = dev_alloc(&dev, n * sizeof(int) + 64);
+    dev_from_host(&dev, p, h, n * sizeof(int));
+    return p;
+}
+static float rounded(float x, dtype_t t) { return t == DT_BF16 ? bf16_to_f32(f32_to_bf16(x)) : x; }
+static double dot(const float *a, const float *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+/* Central differences of loss() in each x[i] against grad[i]:
+ * |fd - grad| <= tol * max(1, |grad|); prints the first few misses and a
+ * summary line naming the worst element. */
+typedef double (*loss_fn)(void *ctx);
+static void fd_check(const char *what, float *x, size_t n, const float *grad, loss_fn loss,
+                     void *ctx, double h, double tol) {
+    int bad = 0;
+    double worst = 0;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < n; i++) {
+        float s = x[i];
+        x[i] = s + (float)h;
+        double lp = loss(ctx);
+        x[i] = s - (float)h;
+        double lm = loss(ctx);
+        x[i] = s;
+        double fd = (lp - lm) / (2 * h);
+        double err = fabs(fd - grad[i]) / fmax(1.0, fabs(grad[i]));
+        if (err > worst) { worst = err; worst_i = i; }
+        if (err > tol && bad++ < 5)
+            UNIT_FAIL("%s[%zu]: backward %.7g, finite difference %.7g (error %.2g > %.2g)",
+                      what, i, grad[i], fd, err, tol);
+    }
+    if (bad) UNIT_FAIL("%s: %d of %zu elements differ; worst %s[%zu] error %.3g", what, bad, n,
+                       what, worst_i, worst);
+    else printf("%-20s %5zu elements, worst error %.2g (tolerance %.2g)\n", what, n, worst, tol);
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+TEST(model_op_matmul_matches_naive_product_for_every_transpose_and_type) {
+    setup();
+    const int M = 5, N = 7, K = 3, pad = 2;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int ab = 0; ab < 2; ab++)
+                for (int ct = 0; ct < 2; ct++) {
+                    dtype_t abt = ab ? DT_BF16 : DT_F32, cty = ct ? DT_BF16 : DT_F32;
+                    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+                    int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+                    float *A = rand_host((size_t)ar * lda, 1), *B = rand_host((size_t)br * ldb, 1);
+                    float *C = rand_host((size_t)M * ldc, 1);
+                    /* round the inputs to the storage type so the reference sees them */
+                    for (int i = 0; i < ar * lda; i++) A[i] = rounded(A[i], abt);
+                    for (int i = 0; i < br * ldb; i++) B[i] = rounded(B[i], abt);
+                    for (int i = 0; i < M * ldc; i++) C[i] = rounded(C[i], cty);
+                    void *dA = up(A, (size_t)ar * lda, abt), *dB = up(B, (size_t)br * ldb, abt);
+                    void *dC = up(C, (size_t)M * ldc, cty);
+                    const float alpha = 0.75f, beta = 0.5f;
+                    op_matmul(&dev, ta, tb, M, N, K, alpha, dA, lda, dB, ldb, abt, beta, dC, ldc, cty);
+                    float *got = xmalloc(sizeof(float) * M * ldc);
+                    down(got, dC, (size_t)M * ldc, cty);
+                    double tol = ct ? 1.0 / 128 : 1e-5;   /* one bf16 rounding of the result */
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            double s = 0;
+                            for (int k = 0; k < K; k++)
+                                s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
+                                     (tb ? B[j * ldb + k] : B[k * ldb + j]);
+                            double want = alpha * s + beta * C[i * ldc + j];
+                            if (fabs(got[i * ldc + j] - want) > tol * fmax(1, fabs(want)))
+                                UNIT_FAIL("ta %d tb %d ab %s c %s: C[%d][%d] = %.7g, expected %.7g",
+                                          ta, tb, dtype_name(abt), dtype_name(cty), i, j,
+                                          got[i * ldc + j], want);
+                        }
+                    /* padding columns of C are untouched */
+                    for (int i = 0; i < M; i++)
+                        for (int j = N; j < ldc; j++) EXPECT(got[i * ldc + j] == C[i * ldc + j]);
+                    /* beta = 0 ignores whatever C held, NaN included */
+                    float *nan = xmalloc(sizeof(float) * M * ldc);
+                    for (int i = 0; i < M * ldc; i++) nan[i] = NAN;
+                    put(dC, nan, (size_t)M * ldc, cty);
+                    op_matmul(&dev, ta, tb, M, N, K, 1.0f, dA, lda, dB, ldb, abt, 0.0f, dC, ldc, cty);
+                    down(got, dC, (size_t)M * ldc, cty);
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++)
+                            if (isnan(got[i * ldc + j])) {
+                                UNIT_FAIL("beta 0 read C: NaN at [%d][%d] (ta %d tb %d)", i, j, ta, tb);
+                                i = M;
+                                break;
+                            }
+                    free(nan); free(got); free(A); free(B); free(C);
+                    dev_free(&dev, dA); dev_free(&dev, dB); dev_free(&dev, dC);
+                }
+}
+
+/* ---- RMSNorm ------------------------------------------------------------------ */
+typedef struct { float *x, *w, *R; int N, C; void *dx, *dw, *dy; float *rstd; } norm_ctx;
+static double norm_loss(void *p) {
+    norm_ctx *c = p;
+    size_t n = (size_t)c->N * c->C;
+    put(c->dx, c->x, n, DT_F32);
+    put(c->dw, c->w, c->C, DT_F32);
+    op_rmsnorm_forward(&dev, DT_F32, c->dx, c->dw, c->dy, c->rstd, c->N, c->C, MODEL_NORM_EPS);
+    float *y = xmalloc(n * sizeof(float));
+    down(y, c->dy, n, DT_F32);
+    double l = dot(y, c->R, n);
+    free(y);
+    return l;
+}
+
+TEST(model_op_rmsnorm_forward_and_backward_match_definition_and_finite_differences) {
+    setup();
+    const int N = 3, C = 7;
+    const size_t n = (size_t)N * C;
+    norm_ctx c = {rand_host(n, 1), rand_host(C, 1), rand_host(n, 1), N, C, NULL, NULL, NULL, NULL};
+    c.dx = up(c.x, n, DT_F32); c.dw = up(c.w, C, DT_F32); c.dy = up(c.x, n, DT_F32);
+    c.rstd = dev_alloc(&dev, N * sizeof(float));
+    norm_loss(&c);
+    /* forward against the definition, in double */
+    float *y = xmalloc(n * sizeof(float));
+    down(y, c.dy, n, DT_F32);
+    for (int r = 0; r < N; r++) {
+        double ss = 0;
+        for (int k = 0; k < C; k++) ss += (double)c.x[r * C + k] * c.x[r * C + k];
+        double rs = 1 / sqrt(ss / C + 1e-5);
+        for (int k = 0; k < C; k++) EXPECT_NEAR(y[r * C + k], c.x[r * C + k] * rs * c.w[k], 1e-5);
+    }
+    /* backward */
+    void *dR = up(c.R, n, DT_F32), *ddx = up(c.x, n, DT_F32);
+    float *dwd = dev_alloc(&dev, C * sizeof(float));
+    op_rmsnorm_backward(&dev, DT_F32, c.dx, c.dw, c.rstd, dR, NULL, ddx, dwd, N, C);
+    float *gx = xmalloc(n * sizeof(float)), *gw = xmalloc(C * sizeof(float));
+    down(gx, ddx, n, DT_F32);
+    down(gw, dwd, C, DT_F32);
+    fd_check("dx", c.x, n, gx, norm_loss, &c, 1e-2, 2e-3);
+    fd_check("dw", c.w, C, gw, norm_loss, &c, 1e-2, 2e-3);
+    /* dw accumulates; dres is added to dx; dx may alias dres */
+    norm_loss(&c);   /* the device buffers again hold the unperturbed forward */
+    float *dres = rand_host(n, 1);
+    void *ddres = up(dres, n, DT_F32);
+    op_rmsnorm_backward(&dev, DT_F32, c.dx, c.dw, c.rstd, dR, ddres, ddres, dwd, N, C);
+    float *gx2 = xmalloc(n * sizeof(float)), *gw2 = xmalloc(C * sizeof(float));
+    down(gx2, ddres, n, DT_F32);
+    down(gw2, dwd, C, DT_F32);
+    for (size_t i = 0; i < n; i++) EXPECT_NEAR(gx2[i], gx[i] + dres[i], 1e-6);
+    for (int k = 0; k < C; k++) EXPECT_NEAR(gw2[k], 2 * gw[k], 1e-6);
+}
+
+/* ---- RoPE ---------------------------------------------------------------------- */
+TEST(model_op_rope_rotates_adjacent_pairs_and_its_inverse_undoes_it) {
+    setup();
+    const int B = 2, T = 5, H = 3, hd = 6, pos0 = 4;
+    const size_t n = (size_t)B * T * H * hd;
+    float *cs = xmalloc(sizeof(float) * (pos0 + T) * hd);
+    rope_table(cs, pos0 + T, hd, 10000.0);
+    float *dcs = up(cs, (size_t)(pos0 + T) * hd, DT_F32);
+    float *x = rand_host(n, 1), *y = xmalloc(n * sizeof(float));
+    void *dx = up(x, n, DT_F32);
+    op_rope(&dev, DT_F32, dx, dcs, B, T, H, hd, pos0, 0);
+    down(y, dx, n, DT_F32);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < hd / 2; i++) {
+                    size_t o = (((size_t)b * T + t) * H + h) * hd + 2 * i;
+                    double a = (pos0 + t) * pow(10000.0, -2.0 * i / hd);
+                    EXPECT_NEAR(y[o], x[o] * cos(a) - x[o + 1] * sin(a), 1e-5);
+                    EXPECT_NEAR(y[o + 1], x[o] * sin(a) + x[o + 1] * cos(a), 1e-5);
+                }
+    /* backward = rotation by -a: <R x, g> = <x, R^T g> for any g */
+    float *g = rand_host(n, 1), *gt = xmalloc(n * sizeof(float));
+    void *dg = up(g, n, DT_F32);
+    op_rope(&dev, DT_F32, dg, dcs, B, T, H, hd, pos0, 1);
+    down(gt, dg, n, DT_F32);
+    EXPECT_NEAR(dot(y, g, n), dot(x, gt, n), 1e-5);
+    op_rope(&dev, DT_F32, dx, dcs, B, T, H, hd, pos0, 1);
+    down(y, dx, n, DT_F32);
+    for (size_t i = 0; i < n; i++) EXPECT_NEAR(y[i], x[i], 1e-6);
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+typedef struct {
+    int B, Tq, Tk, H, KV, hd, q0, k0;
+    float *q, *k, *v, *R;
+    void *dq, *dk, *dv, *dout;
+    float *lse;
+} attn_ctx;
+
+static void attn_alloc(attn_ctx *c) {
+    size_t nq = (size_t)c->B * c->Tq * c->H * c->hd, nk = (size_t)c->B * c->Tk * c->KV * c->hd;
+    c->q = rand_host(nq, 1.5f); c->k = rand_host(nk, 1.5f); c->v = rand_host(nk, 1);
+    c->R = rand_host(nq, 1);
+    c->dq = up(c->q, nq, DT_F32); c->dk = up(c->k, nk, DT_F32); c->dv = up(c->v, nk, DT_F32);
+    c->dout = up(c->q, nq, DT_F32);
+    c->lse = dev_alloc(&dev, sizeof(float) * c->B * c->H * c->Tq);
+}
+
+static void attn_run(attn_ctx *c) {
+    size_t nq = (size_t)c->B * c->Tq * c->H * c->hd, nk = (size_t)c->B * c->Tk * c->KV * c->hd;
+    put(c->dq, c->q, nq, DT_F32); put(c->dk, c->k, nk, DT_F32); put(c->dv, c->v, nk, DT_F32);
+    op_attn_forward(&dev, DT_F32, c->dq, c->dk, c->dv, c->dout, c->lse, c->B, c->Tq, c->Tk, c->H,
+                    c->KV, c->hd, c->q0, c->k0);
+}
+
+static double attn_loss(void *p) {
+    attn_ctx *c = p;
+    size_t nq = (size_t)c->B * c->Tq * c->H * c->hd;
+    attn_run(c);
+    float *o = xmalloc(nq * sizeof(float));
+    down(o, c->dout, nq, DT_F32);
+    double l = dot(o, c->R, nq);
+    free(o);
+    return l;
+}
+
+/* Reference attention in double, straight from the definition in ops.h. */
+static void attn_reference(const attn_ctx *c, double *out, double *lse) {
+    int g = c->H / c->KV;
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->H; h++)
+            for (int i = 0; i < c->Tq; i++) {
+                double s[512], mx = -INFINITY;
+                int n = 0;
+                for (int j = 0; j < c->Tk && c->k0 + j <= c->q0 + i; j++, n++) {
+                    double d = 0;
+                    for (int e = 0; e < c->hd; e++)
+                        d += (double)c->q[(((size_t)b * c->Tq + i) * c->H + h) * c->hd + e] *
+                             c->k[(((size_t)b * c->Tk + j) * c->KV + h / g) * c->hd + e];
+                    s[j] = d / sqrt((double)c->hd);
+                    mx = fmax(mx, s[j]);
+                }
+                double sum = 0;
+                for (int j = 0; j < n; j++) sum += exp(s[j] - mx);
+                lse[((size_t)b * c->H + h) * c->Tq + i] = n ? mx + log(sum) : -INFINITY;
+                for (int e = 0; e < c->hd; e++) {
+                    double o = 0;
+                    for (int j = 0; j < n; j++)
+                        o += exp(s[j] - mx) / sum * c->v[(((size_t)b * c->Tk + j) * c->KV + h / g) * c->hd + e];
+                    out[(((size_t)b * c->Tq + i) * c->H + h) * c->hd + e] = o;
+                }
+            }
+}
+
+TEST(model_op_attention_forward_matches_causal_softmax_with_grouped_heads) {
+    setup();
+    /* whole sequence; then a query block whose keys lie partly in its past;
+     * then one whose keys are all in its future (nothing visible) */
+    int blocks[3][4] = {{70, 70, 0, 0}, {9, 13, 20, 15}, {5, 6, 3, 10}};
+    for (int s = 0; s < 3; s++) {
+        attn_ctx c = {2, blocks[s][0], blocks[s][1], 4, 2, 4, blocks[s][2], blocks[s][3],
+                      NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        attn_alloc(&c);
+        attn_run(&c);
+        size_t nq = (size_t)c.B * c.Tq * c.H * c.hd, nl = (size_t)c.B * c.H * c.Tq;
+        double *want = xmalloc(nq * sizeof(double)), *wl = xmalloc(nl * sizeof(double));
+        attn_reference(&c, want, wl);
+        float *got = xmalloc(nq * sizeof(float)), *gl = xmalloc(nl * sizeof(float));
+        down(got, c.dout, nq, DT_F32);
+        dev_to_host(&dev, gl, c.lse, nl * sizeof(float));
+        int bad = 0;
+        for (size_t i = 0; i < nq; i++)
+            if (fabs(got[i] - want[i]) > 1e-5 && bad++ < 5)
+                UNIT_FAIL("block %d: out[%zu] = %.7g, expected %.7g", s, i, got[i], want[i]);
+        for (size_t i = 0; i < nl; i++) {
+            if (isinf(wl[i])) { if (!(isinf(gl[i]) && gl[i] < 0) && bad++ < 5) UNIT_FAIL("block %d: lse[%zu] = %g, expected -inf", s, i, gl[i]); }
+            else if (fabs(gl[i] - wl[i]) > 1e-5 && bad++ < 5)
+                UNIT_FAIL("block %d: lse[%zu] = %.7g, expected %.7g", s, i, gl[i], wl[i]);
+        }
+    }
+}
+
+TEST(model_op_attention_backward_matches_finite_differences) {
+    setup();
+    /* 70 query rows cross the CPU backend's 64-row chunks; 4 query heads
+     * share 2 kv heads; odd lengths; and a query block against a shifted
+     * key block (context parallelism's case) */
+    int blocks[2][4] = {{70, 70, 0, 0}, {9, 13, 20, 15}};
+    for (int s = 0; s < 2; s++) {
+        attn_ctx c = {2, blocks[s][0], blocks[s][1], 4, 2, 4, blocks[s][2], blocks[s][3],
+                      NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        attn_alloc(&c);
+        attn_run(&c);
+        size_t nq = (size_t)c.B * c.Tq * c.H * c.hd, nk = (size_t)c.B * c.Tk * c.KV * c.hd;
+        void *dR = up(c.R, nq, DT_F32);
+        float *z = calloc(nq > nk ? nq : nk, sizeof(float));
+        void *gq = up(z, nq, DT_F32), *gk = up(z, nk, DT_F32), *gv = up(z, nk, DT_F32);
+        op_attn_backward(&dev, DT_F32, c.dq, c.dk, c.dv, c.dout, dR, c.lse, gq, gk, gv, c.B, c.Tq,
+                         c.Tk, c.H, c.KV, c.hd, c.q0, c.k0);
+        float *hq = xmalloc(nq * 4), *hk = xmalloc(nk * 4), *hv = xmalloc(nk * 4);
+        down(hq, gq, nq, DT_F32); down(hk, gk, nk, DT_F32); down(hv, gv, nk, DT_F32);
+        fd_check("dq", c.q, nq, hq, attn_loss, &c, 1e-2, 2e-3);
+        fd_check("dk", c.k, nk, hk, attn_loss, &c, 1e-2, 2e-3);
+        fd_check("dv", c.v, nk, hv, attn_loss, &c, 1e-2, 2e-3);
+    }
+}
+
+TEST(model_op_attention_blocks_merged_online_equal_whole_attention) {
+    setup();
+    /* Keys split into [0, 7) and [7, 16); queries [0, 16) at positions 0..15. */
+    const int B = 1, T = 16, H = 2, KV = 1, hd = 4, split = 7;
+    attn_ctx whole = {B, T, T, H, KV, hd, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    attn_alloc(&whole);
+    attn_run(&whole);
+    size_t nq = (size_t)B * T * H * hd, nl = (size_t)B * H * T;
+    size_t kv_row = (size_t)KV * hd;
+    /* the two key blocks as their own buffers */
+    attn_ctx b1 = whole, b2 = whole;
+    b1.Tk = split; b2.Tk = T - split; b2.k0 = split;
+    b2.k = whole.k + split * kv_row; b2.v = whole.v + split * kv_row;
+    b1.dk = up(whole.k, split * kv_row, DT_F32); b1.dv = up(whole.v, split * kv_row, DT_F32);
+    b2.dk = up(b2.k, (T - split) * kv_row, DT_F32); b2.dv = up(b2.v, (T - split) * kv_row, DT_F32);
+    b1.dout = up(whole.q, nq, DT_F32); b2.dout = up(whole.q, nq, DT_F32);
+    b1.lse = dev_alloc(&dev, nl * 4); b2.lse = dev_alloc(&dev, nl * 4);
+    attn_run(&b1);
+    attn_run(&b2);
+    op_attn_merge(&dev, DT_F32, b1.dout, b1.lse, b2.dout, b2.lse, B, T, H, hd);
+    float *o = xmalloc(nq * 4), *ow = xmalloc(nq * 4), *l = xmalloc(nl * 4), *lw = xmalloc(nl * 4);
+    down(o, b1.dout, nq, DT_F32); down(ow, whole.dout, nq, DT_F32);
+    dev_to_host(&dev, l, b1.lse, nl * 4); dev_to_host(&dev, lw, whole.lse, nl * 4);
+    for (size_t i = 0; i < nq; i++) EXPECT_NEAR(o[i], ow[i], 1e-5);
+    for (size_t i = 0; i < nl; i++) EXPECT_NEAR(l[i], lw[i], 1e-5);
+    /* backward per block, from the final out and lse, sums to the whole's */
+    void *dR = up(whole.R, nq, DT_F32);
+    size_t nk = (size_t)T * kv_row;
+    float *z = calloc(nq + nk, sizeof(float));
+    void *gq = up(z, nq, DT_F32), *gk = up(z, nk, DT_F32), *gv = up(z, nk, DT_F32);
+    op_attn_backward(&dev, DT_F32, whole.dq, whole.dk, whole.dv, whole.dout, dR, whole.lse, gq, gk, gv,
+                     B, T, T, H, KV, hd, 0, 0);
+    void *bq = up(z, nq, DT_F32), *bk = up(z, nk, DT_F32), *bv = up(z, nk, DT_F32);
+    op_attn_backward(&dev, DT_F32, whole.dq, b1.dk, b1.dv, whole.dout, dR, whole.lse, bq, bk, bv,
+                     B, T, split, H, KV, hd, 0, 0);
+    op_attn_backward(&dev, DT_F32, whole.dq, b2.dk, b2.dv, whole.dout, dR, whole.lse, bq,
+                     (float *)bk + split * kv_row, (float *)bv + split * kv_row,
+                     B, T, T - split, H, KV, hd, 0, split);
+    float *x1 = xmalloc((nq + nk) * 4), *x2 = xmalloc((nq + nk) * 4);
+    void *pairs[3][2] = {{gq, bq}, {gk, bk}, {gv, bv}};
+    const char *names[3] = {"dq", "dk", "dv"};
+    for (int p = 0; p < 3; p++) {
+        size_t n = p ? nk : nq;
+        down(x1, pairs[p][0], n, DT_F32); down(x2, pairs[p][1], n, DT_F32);
+        for (size_t i = 0; i < n; i++)
+            if (fabs(x1[i] - x2[i]) > 1e-5 * fmax(1, fabs(x1[i]))) {
+                UNIT_FAIL("%s[%zu]: blockwise %.7g, whole %.7g", names[p], i, x2[i], x1[i]);
+                break;
+            }
+    }
+}
+
+/* ---- SwiGLU ----------------------------------------------------------------------- */
+typedef struct { float *a, *b, *R; size_t n; void *da, *db, *dout; } glu_ctx;
+static double glu_loss(void *p) {
+    glu_ctx *c = p;
+    put(c->da, c->a, c->n, DT_F32); put(c->db, c->b, c->n, DT_F32);
+    op_swiglu_forward(&dev, DT_F32, c->da, c->db, c->dout, c->n);
+    float *o = xmalloc(c->n * 4);
+    down(o, c->dout, c->n, DT_F32);
+    double l = dot(o, c->R, c->n);
+    free(o);
+    return l;
+}
+
+TEST(model_op_swiglu_matches_definition_and_finite_differences) {
+    setup();
+    const size_t n = 37;
+    glu_ctx c = {rand_host(n, 4), rand_host(n, 2), rand_host(n, 1), n, NULL, NULL, NULL};
+    c.da = up(c.a, n, DT_F32); c.db = up(c.b, n, DT_F32); c.dout = up(c.a, n, DT_F32);
+    glu_loss(&c);
+    float *o = xmalloc(n * 4);
+    down(o, c.dout, n, DT_F32);
+    for (size_t i = 0; i < n; i++) EXPECT_NEAR(o[i], c.a[i] / (1 + exp(-c.a[i])) * c.b[i], 1e-5);
+    void *dR = up(c.R, n, DT_F32), *ga = up(c.a, n, DT_F32), *gb = up(c.b, n, DT_F32);
+    op_swiglu_backward(&dev, DT_F32, c.da, c.db, dR, ga, gb, n);
+    float *ha = xmalloc(n * 4), *hb = xmalloc(n * 4);
+    down(ha, ga, n, DT_F32); down(hb, gb, n, DT_F32);
+    fd_check("da", c.a, n, ha, glu_loss, &c, 1e-2, 2e-3);
+    fd_check("db", c.b, n, hb, glu_loss, &c, 1e-2, 2e-3);
+    /* in place: da over a, db over b */
+    put(c.da, c.a, n, DT_F32); put(c.db, c.b, n, DT_F32);
+    op_swiglu_backward(&dev, DT_F32, c.da, c.db, dR, c.da, c.db, n);
+    float *ia = xmalloc(n * 4), *ib = xmalloc(n * 4);
+    down(ia, c.da, n, DT_F32); down(ib, c.db, n, DT_F32);
+    for (size_t i = 0; i < n; i++) { EXPECT(ia[i] == ha[i]); EXPECT(ib[i] == hb[i]); }
+}
+
+/* ---- cross-entropy ---------------------------------------------------------------------- */
+typedef struct { float *x; int N, V; int *tg; void *dx; float *loss, *lse; } xent_ctx;
+static double xent_loss(void *p) {
+    xent_ctx *c = p;
+    put(c->dx, c->x, (size_t)c->N * c->V, DT_F32);
+    op_xent_forward(&dev, DT_F32, c->dx, c->tg, c->loss, c->lse, c->N, c->V);
+    float *l = xmalloc(c->N * 4);
+    dev_to_host(&dev, l, c->loss, c->N * 4);
+    double s = 0;
+    for (int i = 0; i < c->N; i++) s += l[i];
+    free(l);
+    return s;
+}
+
+TEST(model_op_cross_entropy_matches_log_softmax_and_finite_differences) {
+    setup();
+    const int N = 4, V = 11;
+    int tg[4] = {3, 0, -1, 10};   /* -1: ignored */
+    xent_ctx c = {rand_host((size_t)N * V, 3), N, V, up_int(tg, N), NULL, NULL, NULL};
+    c.dx = up(c.x, (size_t)N * V, DT_F32);
+    c.loss = dev_alloc(&dev, N * 4); c.lse = dev_alloc(&dev, N * 4);
+    xent_loss(&c);
+    float l[4];
+    dev_to_host(&dev, l, c.loss, sizeof l);
+    for (int i = 0; i < N; i++) {
+        double s = 0;
+        for (int v = 0; v < V; v++) s += exp(c.x[i * V + v]);
+        EXPECT_NEAR(l[i], tg[i] < 0 ? 0.0 : log(s) - c.x[i * V + tg[i]], 1e-5);
+    }
+    const float scale = 0.5f;
+    void *g = up(c.x, (size_t)N * V, DT_F32);
+    op_xent_backward(&dev, DT_F32, c.dx, c.tg, c.lse, g, scale, N, V);
+    float *h = xmalloc((size_t)N * V * 4);
+    down(h, g, (size_t)N * V, DT_F32);
+    for (int i = 0; i < N * V; i++) h[i] /= scale;
+    fd_check("dlogits", c.x, (size_t)N * V, h, xent_loss, &c, 1e-2, 2e-3);
+    for (int v = 0; v < V; v++) EXPECT(h[2 * V + v] == 0.0f);
+    /* in place over the logits */
+    xent_loss(&c);
+    op_xent_backward(&dev, DT_F32, c.dx, c.tg, c.lse, c.dx, scale, N, V);
+    float *h2 = xmalloc((size_t)N * V * 4);
+    down(h2, c.dx, (size_t)N * V, DT_F32);
+    for (int i = 0; i < N * V; i++) EXPECT(h2[i] == h[i] * scale);
+}
+
+/* ---- embedding, element-wise ---------------------------------------------------------- */
+TEST(model_op_embedding_gathers_rows_and_backward_sums_repeated_tokens) {
+    setup();
+    const int V = 5, C = 3, N = 4;
+    int tok[4] = {2, 0, 2, 4};
+    float *tab = rand_host((size_t)V * C, 1), *dout = rand_host((size_t)N * C, 1);
+    void *dt = up(tab, (size_t)V * C, DT_F32), *dO = up(dout, (size_t)N * C, DT_F32);
+    int *dtok = up_int(tok, N);
+    void *out = dev_alloc(&dev, (size_t)N * C * 4);
+    op_embedding_forward(&dev, DT_F32, dtok, dt, out, N, C);
+    float o[12];
+    down(o, out, (size_t)N * C, DT_F32);
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < C; k++) EXPECT(o[n * C + k] == tab[tok[n] * C + k]);
+    float *g = dev_alloc(&dev, (size_t)V * C * 4), hg[15];
+    op_embedding_backward(&dev, DT_F32, dtok, dO, g, N, C);
+    op_embedding_backward(&dev, DT_F32, dtok, dO, g, N, C);   /* accumulates */
+    dev_to_host(&dev, hg, g, sizeof hg);
+    for (int k = 0; k < C; k++) {
+        EXPECT_NEAR(hg[2 * C + k], 2 * (dout[0 * C + k] + dout[2 * C + k]), 1e-6);
+        EXPECT_NEAR(hg[0 * C + k], 2 * dout[1 * C + k], 1e-6);
+        EXPECT_NEAR(hg[4 * C + k], 2 * dout[3 * C + k], 1e-6);
+        EXPECT(hg[1 * C + k] == 0.0f && hg[3 * C + k] == 0.0f);
+    }
+}
+
+TEST(model_op_add_cast_scale_sumsq_are_exact) {
+    setup();
+    const size_t n = 19;
+    float a[19], b[19], got[19];
+    for (size_t i = 0; i < n; i++) { a[i] = (float)i - 9.0f; b[i] = 0.5f * (float)i; }
+    void *da = up(a, n, DT_F32), *db = up(b, n, DT_F32);
+    op_add(&dev, DT_F32, da, db, da, n);
+    down(got, da, n, DT_F32);
+    for (size_t i = 0; i < n; i++) EXPECT(got[i] == a[i] + b[i]);
+    op_scale(&dev, DT_F32, da, 0.25f, n);
+    down(got, da, n, DT_F32);
+    for (size_t i = 0; i < n; i++) EXPECT(got[i] == (a[i] + b[i]) * 0.25f);
+    double ss = 0;
+    for (size_t i = 0; i < n; i++) ss += (double)got[i] * got[i];
+    EXPECT_NEAR(op_sumsq(&dev, DT_F32, da, n), ss, 1e-12);
+    /* fp32 -> bf16 rounds to nearest even, as f32_to_bf16 */
+    float x[4] = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.5f, 3.1415926f};
+    void *dx = up(x, 4, DT_F32), *dh = dev_alloc(&dev, 8), *back = dev_alloc(&dev, 16);
+    op_cast(&dev, dx, DT_F32, dh, DT_BF16, 4);
+    bf16_t h[4];
+    dev_to_host(&dev, h, dh, 8);
+    for (int i = 0; i < 4; i++) EXPECT_EQ_INT(h[i], f32_to_bf16(x[i]));
+    op_cast(&dev, dh, DT_BF16, back, DT_F32, 4);
+    float fb[4];
+    dev_to_host(&dev, fb, back, 16);
+    for (int i = 0; i < 4; i++) EXPECT(fb[i] == bf16_to_f32(h[i]));
+}
+
+/* ---- AdamW, schedule, clipping ---------------------------------------------------------- */
+TEST(model_adamw_step_matches_hand_computed_values) {
+    setup();
+    /* Two steps on one element, by hand (beta1 0.9, beta2 0.95, eps 1e-8,
+     * lr 0.1, wd 0.1, grad_scale 0.5):
+     * step 1: g = 0.5*2 = 1; m = 0.1; v = 0.05; mhat = 1, vhat = 1;
+     *   p = 1 * (1 - 0.01) - 0.1 * 1 / (1 + 1e-8) = 0.89 (+1e-9)
+     * step 2: g = 0.5*(-4) = -2; m = 0.09 - 0.2 = -0.11; v = 0.0475 + 0.2 = 0.2475;
+     *   mhat = -0.11 / 0.19; vhat = 0.2475 / 0.0975;
+     *   p = 0.89 * 0.99 + 0.1 * (0.11/0.19) / sqrt(0.2475/0.0975) */
+    float p0 = 1.0f, z = 0.0f;
+    float *master = up(&p0, 1, DT_F32), *m = up(&z, 1, DT_F32), *v = up(&z, 1, DT_F32);
+    float g1 = 2.0f, g2 = -4.0f;
+    float *dg = up(&g1, 1, DT_F32);
+    void *work = dev_alloc(&dev, 2);
+    op_adamw(&dev, master, m, v, dg, work, DT_BF16, 1, 0.1f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 1);
+    float got, gm, gv;
+    dev_to_host(&dev, &got, master, 4);
+    EXPECT_NEAR(got, 0.89, 1e-6);
+    put(dg, &g2, 1, DT_F32);
+    op_adamw(&dev, master, m, v, dg, work, DT_BF16, 1, 0.1f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 2);
+    dev_to_host(&dev, &got, master, 4);
+    dev_to_host(&dev, &gm, m, 4);
+    dev_to_host(&dev, &gv, v, 4);
+    double want = 0.89 * 0.99 + 0.1 * (0.11 / 0.19) / sqrt(0.2475 / 0.0975);
+    EXPECT_NEAR(gm, -0.11, 1e-6);
+    EXPECT_NEAR(gv, 0.2475, 1e-6);
+    EXPECT_NEAR(got, want, 1e-6);
+    bf16_t wb;
+    dev_to_host(&dev, &wb, work, 2);
+    EXPECT_EQ_INT(wb, f32_to_bf16(got));   /* the working copy is the rounded master */
+}
+
+TEST(model_optimizer_skips_weight_decay_on_norm_gains_also_in_a_shard) {
+    setup();
+    model_config_t c = {11, 8, 2, 2, 1, 12, 5};
+    model_layout_t lay;
+    model_layout(&lay, &c, 0, 2);
+    size_t n = lay.total;
+    float *p = xmalloc(n * 4), *zero = calloc(n, 4);
+    for (size_t i = 0; i < n; i++) p[i] = 1.0f;
+    /* zero gradient: only weight decay moves a parameter, to 1 - lr*wd */
+    for (int shard = 0; shard < 2; shard++) {
+        size_t off = shard ? lay.layers_begin + 3 : 0, len = shard ? n - off - 5 : n;
+        optim_t o;
+        optim_init(&o, p + off, len, &dev);
+        optim_no_decay_norms(&o, &lay, &c, off);
+        float *dz = up(zero, len, DT_F32);
+        optim_step(&o, dz, NULL, DT_F32, 0.5f, 1.0f, 1);
+        float *got = xmalloc(len * 4);
+        dev_to_host(&dev, got, o.master, len * 4);
+        model_tensor_t ts[32];
+        int nt = model_tensors(&lay, &c, ts, 32);
+        int bad = 0;
+        for (int k = 0; k < nt; k++)
+            for (size_t e = 0; e < ts[k].rows * ts[k].cols; e++) {
+                size_t i = ts[k].offset + e;
+                if (i < off || i >= off + len) continue;
+                float want = ts[k].is_norm ? 1.0f : 1.0f - 0.5f * OPTIM_WEIGHT_DECAY;
+                if (fabsf(got[i - off] - want) > 1e-6f && bad++ < 3)
+                    UNIT_FAIL("shard %d: %s[%zu] = %g after a zero-gradient step, expected %g",
+                              shard, ts[k].name, e, got[i - off], want);
+            }
+        optim_free(&o);
+        free(got);
+    }
+}
+
+TEST(model_lr_warms_up_linearly_then_follows_cosine_to_min) {
+    EXPECT_NEAR(lr_at(1, 10, 100, 1.0f, 0.1f), 0.1, 1e-7);
+    EXPECT_NEAR(lr_at(5, 10, 100, 1.0f, 0.1f), 0.5, 1e-7);
+    EXPECT_NEAR(lr_at(10, 10, 100, 1.0f, 0.1f), 1.0, 1e-7);
+    EXPECT_NEAR(lr_at(55, 10, 100, 1.0f, 0.1f), 0.55, 1e-6);   /* half way: the mean */
+    EXPECT_NEAR(lr_at(100, 10, 100, 1.0f, 0.1f), 0.1, 1e-7);
+    EXPECT_NEAR(lr_at(150, 10, 100, 1.0f, 0.1f), 0.1, 1e-7);
+    double norm;
+    EXPECT_NEAR(clip_factor(16.0, 1.0f, &norm), 0.25, 1e-6);
+    EXPECT_NEAR(norm, 4.0, 1e-12);
+    EXPECT_NEAR(clip_factor(0.25, 1.0f, NULL), 1.0, 0);
+    EXPECT_NEAR(clip_factor(100.0, 0.0f, NULL), 1.0, 0);
+}
+
+/* ---- the model -------------------------------------------------------------------------------- */
+static const model_config_t tiny = {11, 8, 2, 2, 1, 12, 5};   /* vocab dim layers heads kv ffn seq */
+
+static void tiny_batch(const model_config_t *c, int B, int *tok, int *tg, uint64_t seed) {
+    uint64_t s = seed;
+    for (int i = 0; i < B * c->seq; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int)((s >> 33) % c->vocab);
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tg[i] = (int)((s >> 33) % c->vocab);
+    }
+}
+
+TEST(model_layout_lists_every_tensor_once_in_documented_order) {
+    model_config_t c = {13, 12, 3, 6, 2, 20, 4};
+    model_layout_t lay;
+    model_layout(&lay, &c, 0, 3);
+    model_tensor_t ts[64];
+    int nt = model_tensors(&lay, &c, ts, 64);
+    EXPECT_EQ_INT(nt, 1 + 9 * 3 + 2);
+    size_t at = 0;
+    for (int k = 0; k < nt; k++) {
+        if (ts[k].offset != at) UNIT_FAIL("%s starts at %zu, expected %zu (gap or overlap)", ts[k].name, ts[k].offset, at);
+        at = ts[k].offset + ts[k].rows * ts[k].cols;
+    }
+    EXPECT_EQ_INT(at, lay.total);
+    EXPECT_EQ_INT(lay.total, model_param_count(&c));
+    /* hd = 2, kv dims = 4: per layer 12 + 12*12 + 2*12*4 + 12*12 + 12 + 3*12*20 */
+    EXPECT_EQ_INT(lay.layer_size, 12 + 144 + 96 + 144 + 12 + 720);
+    EXPECT(!strcmp(ts[0].name, "tok_embedding") && !strcmp(ts[2].name, "layers.0.wq"));
+    EXPECT(!strcmp(ts[9].name, "layers.0.w2") && !strcmp(ts[nt - 1].name, "lm_head"));
+    EXPECT_EQ_INT(model_default_ffn(512), 1408);
+    EXPECT_EQ_INT(model_default_ffn(256), 704);
+    /* a middle stage: no embedding, no head, offsets from 0 */
+    model_layout_t mid;
+    model_layout(&mid, &c, 1, 2);
+    EXPECT(!mid.has_embedding && !mid.has_head);
+    EXPECT_EQ_INT(mid.total, lay.layer_size);
+    EXPECT_EQ_INT(model_layer_begin(&mid, 1), 0);
+}
+
+TEST(model_init_is_deterministic_with_documented_scales) {
+    model_config_t c = {64, 32, 4, 4, 2, 96, 8};
+    size_t n = model_param_count(&c);
+    float *a = xmalloc(n * 4), *b = xmalloc(n * 4);
+    model_init_params(a, &c, 42);
+    model_init_params(b, &c, 42);
+    EXPECT(memcmp(a, b, n * 4) == 0);
+    model_init_params(b, &c, 43);
+    EXPECT(memcmp(a, b, n * 4) != 0);
+    model_layout_t lay;
+    model_layout(&lay, &c, 0, c.layers);
+    model_tensor_t ts[64];
+    int nt = model_tensors(&lay, &c, ts, 64);
+    double all = 0, nall = 0, out = 0, nout = 0;
+    for (int k = 0; k < nt; k++) {
+        size_t m = ts[k].rows * ts[k].cols;
+        const char *base = strrchr(ts[k].name, '.');
+        base = base ? base + 1 : ts[k].name;
+        int is_out = !strcmp(base, "wo") || !strcmp(base, "w2");
+        for (size_t e = 0; e < m; e++) {
+            double x = a[ts[k].offset + e];
+            if (ts[k].is_norm) { if (x != 1.0) { UNIT_FAIL("%s[%zu] = %g, norms start at 1", ts[k].name, e, x); break; } }
+            else if (is_out) { out += x * x; nout++; }
+            else { all += x * x; nall++; }
+        }
+    }
+    EXPECT_NEAR(sqrt(all / nall), 0.02, 0.02 * 0.02);
+    EXPECT_NEAR(sqrt(out / nout), 0.02 / sqrt(2.0 * c.layers), 0.002);
+}
+
+/* The whole model's loss as a function of the host parameter array. */
+typedef struct { model_t *m; float *p; int *tok, *tg; int B; } mloss_ctx;
+static double model_loss(void *p) {
+    mloss_ctx *c = p;
+    model_load_params(c->m, c->p);
+    return model_forward(c->m, c->tok, c->tg, c->B);
+}
+
+TEST(model_gradient_matches_finite_differences_for_every_parameter) {
+    setup();
+    const int B = 2;
+    model_t m;
+    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
+    size_t n = m.layout.total;
+    float *p = xmalloc(n * 4), *g = xmalloc(n * 4);
+    model_init_params(p, &tiny, 7);
+    /* Larger weights than the 0.02 init, so every path carries a gradient
+     * well above fp32 noise; norm gains away from 1 too. */
+    double sc = getenv("FDS") ? atof(getenv("FDS")) : 10, hh = getenv("FDH") ? atof(getenv("FDH")) : 3e-3;
+    for (size_t i = 0; i < n; i++) p[i] = p[i] == 1.0f ? 1.0f + frand() * 0.3f : p[i] * (float)sc;
+    int tok[10], tg[10];
+    tiny_batch(&tiny, B, tok, tg, 3);
+    tg[4] = -1;   /* an ignored target */
+    mloss_ctx c = {&m, p, tok, tg, B};
+    model_zero_grads(&m);
+    model_loss(&c);
+    model_backward(&m, 1.0f, NULL, NULL);
+    dev_to_host(&dev, g, m.grads, n * 4);
+    model_tensor_t ts[32];
+    int nt = model_tensors(&m.layout, &tiny, ts, 32);
+    for (int k = 0; k < nt; k++) {
+        size_t len = ts[k].rows * ts[k].cols;
+        double gmax = 0;
+        for (size_t e = 0; e < len; e++) gmax = fmax(gmax, fabs(g[ts[k].offset + e]));
+        if (gmax < 1e-3) UNIT_FAIL("%s: gradient is (near) zero everywhere (max %g): test has no power", ts[k].name, gmax);
+        fd_check(ts[k].name, p + ts[k].offset, len, g + ts[k].offset, model_loss, &c, hh, 2e-3);
+    }
+    model_free(&m);
+}
+
+/* Run forward + backward of the full model and of two stages [0, s) and
+ * [s, L) passing activations and gradients by hand, as a pipeline would. */
+TEST(model_stages_compose_to_the_full_model) {
+    setup();
+    model_config_t c = {17, 16, 3, 4, 2, 24, 6};
+    const int B = 2, N = B * c.seq;
+    size_t n = model_param_count(&c);
+    float *p = xmalloc(n * 4);
+    model_init_params(p, &c, 11);
+    for (size_t i = 0; i < n; i++) if (p[i] != 1.0f) p[i] *= 10;
+    int tok[12], tg[12];
+    tiny_batch(&c, B, tok, tg, 5);
+    model_t full, s0, s1;
+    model_init(&full, &c, 0, 3, B, DT_F32, &dev);
+    model_init(&s0, &c, 0, 1, B, DT_F32, &dev);
+    model_init(&s1, &c, 1, 3, B, DT_F32, &dev);
+    model_load_full_params(&full, p);
+    model_load_full_params(&s0, p);
+    model_load_full_params(&s1, p);
+    model_zero_grads(&full); model_zero_grads(&s0); model_zero_grads(&s1);
+    double lf = model_forward(&full, tok, tg, B);
+    double l0 = model_forward(&s0, tok, NULL, B);
+    EXPECT(l0 == 0.0);
+    size_t act = (size_t)N * c.dim * sizeof(float);
+    float *buf = xmalloc(act);
+    dev_to_host(&dev, buf, model_output(&s0), act);
+    dev_from_host(&dev, model_input(&s1), buf, act);
+    double l1 = model_forward(&s1, NULL, tg, B);
+    EXPECT(l1 == lf);
+    model_backward(&full, 0.1f, NULL, NULL);
+    model_backward(&s1, 0.1f, NULL, NULL);
+    dev_to_host(&dev, buf, model_grad_io(&s1), act);
+    dev_from_host(&dev, model_grad_io(&s0), buf, act);
+    model_backward(&s0, 0.0f, NULL, NULL);
+    float *gf = xmalloc(n * 4), *g0 = xmalloc(s0.layout.total * 4), *g1 = xmalloc(s1.layout.total * 4);
+    dev_to_host(&dev, gf, full.grads, n * 4);
+    dev_to_host(&dev, g0, s0.grads, s0.layout.total * 4);
+    dev_to_host(&dev, g1, s1.grads, s1.layout.total * 4);
+    /* the stages' grads, in their own layouts, are the full model's slices */
+    float *want0 = xmalloc(s0.layout.total * 4), *want1 = xmalloc(s1.layout.total * 4);
+    model_stage_slice(&c, 0, 1, gf, want0);
+    model_stage_slice(&c, 1, 3, gf, want1);
+    EXPECT_EQ_INT(s0.layout.total + s1.layout.total, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < s0.layout.total; i++) bad += g0[i] != want0[i];
+    for (size_t i = 0; i < s1.layout.total; i++) bad += g1[i] != want1[i];
+    if (bad) UNIT_FAIL("%zu stage gradients differ from the full model's", bad);
+    model_free(&full); model_free(&s0); model_free(&s1);
+}
+
+typedef struct { size_t off[64], cnt[64]; int n; float *snap[64]; const model_t *m; } ready_log;
+static void on_ready(void *ctx, size_t off, size_t cnt) {
+    ready_log *r = ctx;
+    r->off[r->n] = off;
+    r->cnt[r->n] = cnt;
+    r->snap[r->n] = xmalloc(cnt * 4);
+    dev_sync(r->m->d);
+    dev_to_host(r->m->d, r->snap[r->n], r->m->grads + off, cnt * 4);
+    r->n++;
+}
+
+TEST(model_grad_ready_reports_final_ranges_head_first_then_layers_down_then_embedding) {
+    setup();
+    const int B = 2;
+    model_t m;
+    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
+    size_t n = m.layout.total;
+    float *p = xmalloc(n * 4);
+    model_init_params(p, &tiny, 1);
+    model_load_params(&m, p);
+    int tok[10], tg[10];
+    tiny_batch(&tiny, B, tok, tg, 9);
+    model_zero_grads(&m);
+    model_forward(&m, tok, tg, B);
+    ready_log r = {.n = 0, .m = &m};
+    model_backward(&m, 0.1f, on_ready, &r);
+    const model_layout_t *L = &m.layout;
+    EXPECT_EQ_INT(r.n, 1 + tiny.layers + 1);
+    EXPECT_EQ_INT(r.off[0], L->final_norm);
+    EXPECT_EQ_INT(r.off[0] + r.cnt[0], n);
+    for (int l = tiny.layers - 1, k = 1; l >= 0; l--, k++) {
+        EXPECT_EQ_INT(r.off[k], model_layer_begin(L, l));
+        EXPECT_EQ_INT(r.cnt[k], L->layer_size);
+    }
+    EXPECT_EQ_INT(r.off[r.n - 1], 0);
+    EXPECT_EQ_INT(r.cnt[r.n - 1], (size_t)tiny.vocab * tiny.dim);
+    /* each range, when reported, already held its final value */
+    float *g = xmalloc(n * 4);
+    dev_to_host(&dev, g, m.grads, n * 4);
+    for (int k = 0; k < r.n; k++)
+        if (memcmp(r.snap[k], g + r.off[k], r.cnt[k] * 4) != 0)
+            UNIT_FAIL("range %d [%zu, +%zu) changed after grad_ready reported it", k, r.off[k], r.cnt[k]);
+    model_free(&m);
+}
+
+TEST(model_micro_batches_accumulate_to_the_full_batch_gradient) {
+    setup();
+    const int B = 4;
+    model_t m;
+    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
+    size_t n = m.layout.total, T = tiny.seq;
+    float *p = xmalloc(n * 4), *g1 = xmalloc(n * 4), *g2 = xmalloc(n * 4);
+    model_init_params(p, &tiny, 2);
+    model_load_params(&m, p);
+    int tok[20], tg[20];
+    tiny_batch(&tiny, B, tok, tg, 4);
+    const float scale = 1.0f / (B * T);
+    model_zero_grads(&m);
+    double l = model_forward(&m, tok, tg, B);
+    model_backward(&m, scale, NULL, NULL);
+    dev_to_host(&dev, g1, m.grads, n * 4);
+    model_zero_grads(&m);
+    double la = model_forward(&m, tok, tg, 1);
+    model_backward(&m, scale, NULL, NULL);
+    double lb = model_forward(&m, tok + T, tg + T, 3);
+    model_backward(&m, scale, NULL, NULL);
+    dev_to_host(&dev, g2, m.grads, n * 4);
+    EXPECT_NEAR(la + lb, l, 1e-6);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) { num += (g1[i] - g2[i]) * (double)(g1[i] - g2[i]); den += (double)g1[i] * g1[i]; }
+    if (!(sqrt(num / den) < 1e-5)) UNIT_FAIL("accumulated gradient differs: relative error %g", sqrt(num / den));
+    model_free(&m);
+}
+
+TEST(model_block_forward_recomputed_gives_identical_activations) {
+    setup();
+    const int B = 2;
+    model_t m;
+    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
+    float *p = xmalloc(m.layout.total * 4);
+    model_init_params(p, &tiny, 3);
+    model_load_params(&m, p);
+    int tok[10], tg[10];
+    tiny_batch(&tiny, B, tok, tg, 1);
+    model_forward(&m, tok, tg, B);
+    size_t N = (size_t)B * tiny.seq, bytes = N * tiny.ffn * 4;
+    block_acts_t *a = &m.acts->blocks[1];
+    float *g1 = xmalloc(bytes), *g2 = xmalloc(bytes), *y1 = xmalloc(N * tiny.dim * 4);
+    float *y2 = xmalloc(N * tiny.dim * 4);
+    dev_to_host(&dev, g1, a->g, bytes);
+    dev_to_host(&dev, y1, m.acts->resid[2], N * tiny.dim * 4);
+    dev_memset0(&dev, a->g, bytes);
+    block_forward(&m, 1, a, m.acts->resid[2], B);
+    dev_to_host(&dev, g2, a->g, bytes);
+    dev_to_host(&dev, y2, m.acts->resid[2], N * tiny.dim * 4);
+    EXPECT(memcmp(g1, g2, bytes) == 0);
+    EXPECT(memcmp(y1, y2, N * tiny.dim * 4) == 0);
+    model_free(&m);
+}
+
+/* bf16 against fp32 on the same (bf16-representable) weights and tokens,
+ * so only the arithmetic differs. Bound: bf16 keeps 8 significant bits, a
+ * relative rounding error of at most 2^-9 = 0.2% per stored value; a block
+ * stores ~10 activations in a chain, and independent rounding errors add
+ * like a random walk, so activations carry ~1% and the loss, an average of
+ * log-sum-exps over tokens in which the errors largely cancel, far less
+ * (measured 1.4e-5 here): we require 0.2% of the loss. Gradients go through
+ * twice as many roundings and the softmax's differences (measured worst
+ * tensor 1.3%): we require 5% relative L2 error per tensor. */
+TEST(model_bf16_loss_and_gradients_are_close_to_fp32) {
+    setup();
+    model_config_t c = {64, 32, 2, 4, 2, 96, 16};
+    const int B = 2, N = B * c.seq;
+    size_t n = model_param_count(&c);
+    float *p = xmalloc(n * 4);
+    model_init_params(p, &c, 5);
+    for (size_t i = 0; i < n; i++) if (p[i] != 1.0f) p[i] *= 5;
+    /* bf16 weights: give fp32 the same (rounded) weights, so only the
+     * arithmetic differs */
+    for (size_t i = 0; i < n; i++) p[i] = bf16_to_f32(f32_to_bf16(p[i]));
+    int tok[32], tg[32];
+    tiny_batch(&c, B, tok, tg, 8);
+    model_t f, h;
+    model_init(&f, &c, 0, c.layers, B, DT_F32, &dev);
+    model_init(&h, &c, 0, c.layers, B, DT_BF16, &dev);
+    model_load_params(&f, p);
+    model_load_params(&h, p);
+    model_zero_grads(&f); model_zero_grads(&h);
+    double lf = model_forward(&f, tok, tg, B) / N, lh = model_forward(&h, tok, tg, B) / N;
+    model_backward(&f, 1.0f / N, NULL, NULL);
+    model_backward(&h, 1.0f / N, NULL, NULL);
+    printf("loss fp32 %.6f bf16 %.6f (relative difference %.2e)\n", lf, lh, fabs(lh - lf) / lf);
+    EXPECT_NEAR(lh, lf, 2e-3 * lf);
+    float *gf = xmalloc(n * 4), *gh = xmalloc(n * 4);
+    dev_to_host(&dev, gf, f.grads, n * 4);
+    dev_to_host(&dev, gh, h.grads, n * 4);
+    model_tensor_t ts[32];
+    int nt = model_tensors(&f.layout, &c, ts, 32);
+    double worst = 0;
+    for (int k = 0; k < nt; k++) {
+        double num = 0, den = 0;
+        for (size_t e = 0; e < ts[k].rows * ts[k].cols; e++) {
+            double a = gf[ts[k].offset + e], b = gh[ts[k].offset + e];
+            num += (a - b) * (a - b);
+            den += a * a;
+        }
+        double rel = sqrt(num / den);
+        worst = fmax(worst, rel);
+        if (!(rel < 0.05)) UNIT_FAIL("%s: bf16 gradient relative L2 error %.3g > 0.05", ts[k].name, rel);
+    }
+    printf("worst per-tensor gradient relative L2 error %.3g\n", worst);
+    model_free(&f);
+    model_free(&h);
+}
+
+TEST(model_dump_round_trips_through_the_documented_format) {
+    model_config_t c = tiny;
+    const int B = 2;
+    size_t n = model_param_count(&c);
+    float *p = xmalloc(n * 4), *g = xmalloc(n * 4);
+    model_init_params(p, &c, 1);
+    for (size_t i = 0; i < n; i++) g[i] = (float)i * 0.5f;
+    int tok[10], tg[10];
+    tiny_batch(&c, B, tok, tg, 2);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/unit_model_dump_%d.bin", (int)getpid());
+    model_dump_write(path, &c, p, tok, tg, B, 2.5, g);
+    /* the header as MODEL.md states it */
+    FILE *f = fopen(path, "rb");
+    unsigned char hdr[64];
+    EXPECT(fread(hdr, 1, 64, f) == 64);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    EXPECT(memcmp(hdr, "LLMDUMP1", 8) == 0);
+    int32_t v[9];
+    memcpy(v, hdr + 8, sizeof v);
+    EXPECT_EQ_INT(v[0], 1);
+    EXPECT(v[1] == 11 && v[2] == 8 && v[3] == 2 && v[4] == 2 && v[5] == 1 && v[6] == 12 && v[7] == 5 && v[8] == 2);
+    uint64_t np;
+    memcpy(&np, hdr + 56, 8);
+    EXPECT_EQ_INT(np, n);
+    EXPECT_EQ_INT(size, 64 + 2 * 4 * (long)n + 2 * 4 * B * c.seq + 8);
+    model_config_t c2;
+    int B2, *tok2, *tg2;
+    float *p2, *g2;
+    double loss;
+    model_dump_read(path, &c2, &B2, &p2, &tok2, &tg2, &loss, &g2);
+    EXPECT(memcmp(&c2, &c, sizeof c) == 0 && B2 == B && loss == 2.5);
+    EXPECT(memcmp(p2, p, n * 4) == 0 && memcmp(g2, g, n * 4) == 0);
+    EXPECT(memcmp(tok2, tok, sizeof tok) == 0 && memcmp(tg2, tg, sizeof tg) == 0);
+    remove(path);
+}
