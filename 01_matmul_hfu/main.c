@@ -141,10 +141,14 @@ static int parse_variants(const char *s, const device_t *d, int want[NVARIANTS])
     return 1;
 }
 
-static void print_header(const device_t *d, double peak_override) {
-    say("hfu: square matmuls C = A B with m = n = k = size; 2 m n k FLOPs each\n");
+static void print_header(const device_t *d, const char *want, double peak_override, int mlp) {
+    if (mlp) say("hfu --mlp: model FLOPs utilisation of a two-layer MLP, forward + backward\n");
+    else say("hfu: square matmuls C = A B with m = n = k = size; 2 m n k FLOPs each\n");
     if (d->kind == DEV_CPU) {
-        say("device:  cpu (%s), %d thread%s\n", d->name, d->threads, d->threads == 1 ? "" : "s");
+        say("device:  cpu (%s), %d thread%s%s\n", d->name, d->threads, d->threads == 1 ? "" : "s",
+            strcmp(want, "auto") != 0 ? ""
+            : device_cuda_built() ? " (--device auto: no usable GPU, so the CPU)"
+                                  : " (--device auto: this build has no CUDA backend)");
         matmul_blas_settle();   /* the FMA loop needs the cores to itself */
         if (peak_override <= 0)
             say("peak:    fp32 %s; bf16 counted at the fp32 peak\n", perf_cpu_peak(d->threads)->formula);
@@ -386,7 +390,7 @@ int main(int argc, char **argv) {
     const int named = parse_variants(variants_s, &d, want);
     FILE *csv = (c.csv && !mlp) ? csv_open(c.csv, "variant,device,dtype,m,n,k,time_ms,tflops,peak_tflops,hfu") : NULL;
 
-    print_header(&d, peak_override);
+    print_header(&d, c.device, peak_override, mlp);
     int status;
     if (mlp) {
         const int gpu = d.kind == DEV_CUDA;
