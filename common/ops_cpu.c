@@ -10,6 +10,7 @@
  * thread. */
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,89 @@ static void narrow_all(void *dst, const float *src, dtype_t t, size_t n) {
     if (t == DT_F32) { if (dst != src) memcpy(dst, src, n * sizeof(float)); return; }
     bf16_t *h = (bf16_t *)dst;
     for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
+}
+
+/* ---- fp32 building blocks ----------------------------------------------------
+ * Written so that gcc vectorises them at -O3 -march=native without
+ * -ffast-math: reductions keep 16 independent partial sums (one AVX-512
+ * register's worth), and exp is a branch-free polynomial. */
+#define LANES 16
+
+static inline float vsum(const float *x, int n) {
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) acc[k] += x[j + k];
+    float s = 0.0f;
+    for (; j < n; j++) s += x[j];
+    for (int k = 0; k < LANES; k++) s += acc[k];
+    return s;
+}
+
+static inline float vdot(const float *a, const float *b, int n) {
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) acc[k] += a[j + k] * b[j + k];
+    float s = 0.0f;
+    for (; j < n; j++) s += a[j] * b[j];
+    for (int k = 0; k < LANES; k++) s += acc[k];
+    return s;
+}
+
+static inline float vmax(const float *x, int n) {
+    float acc[LANES];
+    for (int k = 0; k < LANES; k++) acc[k] = -INFINITY;
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
+    float m = -INFINITY;
+    for (; j < n; j++) m = x[j] > m ? x[j] : m;
+    for (int k = 0; k < LANES; k++) m = acc[k] > m ? acc[k] : m;
+    return m;
+}
+
+/* e^x in fp32 to within 2 ulp over the range that matters here (results
+ * below 2^-126 flush towards 0, x > 88.7 saturates near FLT_MAX): x = n ln2
+ * + r with |r| <= ln2/2 (ln2 split in two for an exact reduction), e^r by
+ * the degree-7 Taylor-like polynomial of Cephes' expf, 2^n built in the
+ * exponent bits. libm's expf is a function call the loops cannot vectorise. */
+static inline float vexp(float x) {
+    x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    const float shift = 12582912.0f;                  /* 1.5 * 2^23: rounds to an integer */
+    float n = (x * 1.44269504088896341f + shift) - shift;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t e = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &e, 4);
+    return p * scale;
+}
+
+/* Element-wise ops run on fp32 tiles: fp32 buffers directly, bf16 ones
+ * widened into a small stack tile and rounded back. */
+#define TILE 512
+
+static inline const float *tile_in(const void *x, dtype_t t, size_t i0, int m, float *buf) {
+    if (t == DT_F32) return (const float *)x + i0;
+    const bf16_t *h = (const bf16_t *)x + i0;
+    for (int i = 0; i < m; i++) buf[i] = bf16_to_f32(h[i]);
+    return buf;
+}
+static inline float *tile_out(void *x, dtype_t t, size_t i0, float *buf) {
+    return t == DT_F32 ? (float *)x + i0 : buf;
+}
+static inline void tile_store(void *x, dtype_t t, size_t i0, int m, const float *buf) {
+    if (t == DT_F32) return;
+    bf16_t *h = (bf16_t *)x + i0;
+    for (int i = 0; i < m; i++) h[i] = f32_to_bf16(buf[i]);
 }
 
 /* ---- matmul ------------------------------------------------------------------ */
@@ -116,13 +200,16 @@ void cpu_embedding_backward(const device_t *d, dtype_t t, const int *tokens, con
 void cpu_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w, void *y,
                          float *rstd, int N, int C, float eps) {
     (void)d;
+    float *bx = scratch(SCR_A, (size_t)C), *by = scratch(SCR_C, (size_t)C);
+    const float *W = widen_all(SCR_B, w, t, (size_t)C);
     for (int n = 0; n < N; n++) {
         size_t o = (size_t)n * C;
-        float ss = 0.0f;
-        for (int c = 0; c < C; c++) { float v = ld(x, t, o + c); ss += v * v; }
-        float r = 1.0f / sqrtf(ss / (float)C + eps);
+        const float *X = tile_in(x, t, o, C, bx);
+        float *Y = tile_out(y, t, o, by);
+        float r = 1.0f / sqrtf(vdot(X, X, C) / (float)C + eps);
         rstd[n] = r;
-        for (int c = 0; c < C; c++) st(y, t, o + c, (ld(x, t, o + c) * r) * ld(w, t, c));
+        for (int c = 0; c < C; c++) Y[c] = (X[c] * r) * W[c];
+        tile_store(y, t, o, C, Y);
     }
 }
 
@@ -130,21 +217,25 @@ void cpu_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const voi
                           const float *rstd, const void *dy, const void *dres, void *dx,
                           float *dw, int N, int C) {
     (void)d;
+    float *bx = scratch(SCR_A, (size_t)C), *bg = scratch(SCR_C, (size_t)C);
+    float *br = scratch(SCR_Q, (size_t)C), *bd = scratch(SCR_K, (size_t)C);
+    float *xh = scratch(SCR_V, (size_t)C), *gw = scratch(SCR_O, (size_t)C);
+    const float *W = widen_all(SCR_B, w, t, (size_t)C);
     for (int n = 0; n < N; n++) {
         size_t o = (size_t)n * C;
-        float r = rstd[n], dot = 0.0f;
+        const float *X = tile_in(x, t, o, C, bx), *G = tile_in(dy, t, o, C, bg);
+        const float *R = dres ? tile_in(dres, t, o, C, br) : NULL;
+        float r = rstd[n];
         for (int c = 0; c < C; c++) {
-            float xh = ld(x, t, o + c) * r, g = ld(dy, t, o + c);
-            dw[c] += g * xh;
-            dot += g * ld(w, t, c) * xh;
+            xh[c] = X[c] * r;
+            gw[c] = G[c] * W[c];
+            dw[c] += G[c] * xh[c];
         }
-        dot /= (float)C;
-        for (int c = 0; c < C; c++) {
-            float xh = ld(x, t, o + c) * r;
-            float v = r * (ld(dy, t, o + c) * ld(w, t, c) - xh * dot);
-            if (dres) v += ld(dres, t, o + c);
-            st(dx, t, o + c, v);
-        }
+        float mean = vdot(gw, xh, C) / (float)C;
+        float *D = tile_out(dx, t, o, bd);   /* written after every read of this row */
+        if (R) for (int c = 0; c < C; c++) D[c] = r * (gw[c] - xh[c] * mean) + R[c];
+        else   for (int c = 0; c < C; c++) D[c] = r * (gw[c] - xh[c] * mean);
+        tile_store(dx, t, o, C, D);
     }
 }
 
@@ -229,11 +320,9 @@ void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k
                         memset(s, 0, (size_t)nk * sizeof(float));
                         continue;
                     }
-                    float mx = s[0];
-                    for (int j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-                    float sum = 0.0f;
-                    for (int j = 0; j < n; j++) { s[j] = expf(s[j] - mx); sum += s[j]; }
-                    float inv = 1.0f / sum;
+                    float mx = vmax(s, n);
+                    for (int j = 0; j < n; j++) s[j] = vexp(s[j] - mx);
+                    float sum = vsum(s, n), inv = 1.0f / sum;
                     for (int j = 0; j < n; j++) s[j] *= inv;
                     for (int j = n; j < nk; j++) s[j] = 0.0f;
                     L[r0 + i] = mx + logf(sum);
@@ -308,10 +397,9 @@ void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *
                     float l = L[r0 + i];
                     if (n == 0 || l == -INFINITY) n = 0;
                     const float *oi = O + qc + (size_t)i * ldq, *doi = dO + qc + (size_t)i * ldq;
-                    float D = 0.0f;
-                    for (int c = 0; c < hd; c++) D += doi[c] * oi[c];
+                    const float D = vdot(doi, oi, hd);
                     for (int j = 0; j < n; j++) {
-                        p[j] = expf(p[j] - l);
+                        p[j] = vexp(p[j] - l);
                         ds[j] = p[j] * (ds[j] - D);
                     }
                     for (int j = n; j < nk; j++) { p[j] = 0.0f; ds[j] = 0.0f; }
@@ -336,20 +424,34 @@ void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *
 void cpu_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void *b, void *out,
                         size_t n) {
     (void)d;
-    for (size_t i = 0; i < n; i++) {
-        float x = ld(a, t, i);
-        st(out, t, i, x / (1.0f + expf(-x)) * ld(b, t, i));
+    float ba[TILE], bb[TILE], bo[TILE];
+    for (size_t i0 = 0; i0 < n; i0 += TILE) {
+        int m = n - i0 < TILE ? (int)(n - i0) : TILE;
+        const float *A = tile_in(a, t, i0, m, ba), *Bv = tile_in(b, t, i0, m, bb);
+        float *O = tile_out(out, t, i0, bo);
+        for (int i = 0; i < m; i++) O[i] = A[i] / (1.0f + vexp(-A[i])) * Bv[i];
+        tile_store(out, t, i0, m, O);
     }
 }
 
 void cpu_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void *b,
                          const void *dout, void *da, void *db, size_t n) {
     (void)d;
-    for (size_t i = 0; i < n; i++) {
-        float x = ld(a, t, i), u = ld(b, t, i), g = ld(dout, t, i);
-        float s = 1.0f / (1.0f + expf(-x));
-        st(da, t, i, g * u * s * (1.0f + x * (1.0f - s)));
-        st(db, t, i, g * x * s);
+    float ba[TILE], bb[TILE], bg[TILE], bda[TILE], bdb[TILE];
+    for (size_t i0 = 0; i0 < n; i0 += TILE) {
+        int m = n - i0 < TILE ? (int)(n - i0) : TILE;
+        const float *A = tile_in(a, t, i0, m, ba), *Bv = tile_in(b, t, i0, m, bb);
+        const float *G = tile_in(dout, t, i0, m, bg);
+        /* da, db may alias a, b: compute into the tile first when they do */
+        float *DA = (t == DT_F32 && da != a) ? (float *)da + i0 : bda;
+        float *DB = (t == DT_F32 && db != b) ? (float *)db + i0 : bdb;
+        for (int i = 0; i < m; i++) {
+            float s = 1.0f / (1.0f + vexp(-A[i]));
+            DA[i] = G[i] * Bv[i] * s * (1.0f + A[i] * (1.0f - s));
+            DB[i] = G[i] * A[i] * s;
+        }
+        if (DA == bda) { if (t == DT_F32) memcpy((float *)da + i0, bda, m * 4); else tile_store(da, t, i0, m, bda); }
+        if (DB == bdb) { if (t == DT_F32) memcpy((float *)db + i0, bdb, m * 4); else tile_store(db, t, i0, m, bdb); }
     }
 }
 
@@ -357,43 +459,47 @@ void cpu_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void
 void cpu_xent_forward(const device_t *d, dtype_t t, const void *logits, const int *targets,
                       float *loss, float *lse, int N, int V) {
     (void)d;
+    float *bl = scratch(SCR_A, (size_t)V), *e = scratch(SCR_B, (size_t)V);
     for (int n = 0; n < N; n++) {
-        size_t o = (size_t)n * V;
-        float mx = ld(logits, t, o);
-        for (int j = 1; j < V; j++) { float x = ld(logits, t, o + j); mx = x > mx ? x : mx; }
-        float sum = 0.0f;
-        for (int j = 0; j < V; j++) sum += expf(ld(logits, t, o + j) - mx);
-        lse[n] = mx + logf(sum);
-        loss[n] = targets[n] < 0 ? 0.0f : lse[n] - ld(logits, t, o + targets[n]);
+        const float *L = tile_in(logits, t, (size_t)n * V, V, bl);
+        float mx = vmax(L, V);
+        for (int j = 0; j < V; j++) e[j] = vexp(L[j] - mx);
+        lse[n] = mx + logf(vsum(e, V));
+        loss[n] = targets[n] < 0 ? 0.0f : lse[n] - L[targets[n]];
     }
 }
 
 void cpu_xent_backward(const device_t *d, dtype_t t, const void *logits, const int *targets,
                        const float *lse, void *dlogits, float scale, int N, int V) {
     (void)d;
+    float *bl = scratch(SCR_A, (size_t)V), *bd = scratch(SCR_B, (size_t)V);
     for (int n = 0; n < N; n++) {
         size_t o = (size_t)n * V;
-        if (targets[n] < 0) {
-            for (int j = 0; j < V; j++) st(dlogits, t, o + j, 0.0f);
-            continue;
+        const float *L = tile_in(logits, t, o, V, bl);
+        float *D = tile_out(dlogits, t, o, bd);   /* may alias L: element-wise */
+        const int y = targets[n];
+        if (y < 0) {
+            for (int j = 0; j < V; j++) D[j] = 0.0f;
+        } else {
+            const float l = lse[n], ly = L[y];   /* read before D (maybe L) is written */
+            for (int j = 0; j < V; j++) D[j] = vexp(L[j] - l) * scale;
+            D[y] = (vexp(ly - l) - 1.0f) * scale;
         }
-        for (int j = 0; j < V; j++) {
-            float p = expf(ld(logits, t, o + j) - lse[n]);
-            st(dlogits, t, o + j, (p - (j == targets[n] ? 1.0f : 0.0f)) * scale);
-        }
+        tile_store(dlogits, t, o, V, D);
     }
 }
 
 /* ---- element-wise and reductions -------------------------------------------------- */
 void cpu_add(const device_t *d, dtype_t t, const void *a, const void *b, void *out, size_t n) {
     (void)d;
-    if (t == DT_F32) {
-        const float *x = a, *y = b;
-        float *z = out;
-        for (size_t i = 0; i < n; i++) z[i] = x[i] + y[i];
-        return;
+    float ba[TILE], bb[TILE], bo[TILE];
+    for (size_t i0 = 0; i0 < n; i0 += TILE) {
+        int m = n - i0 < TILE ? (int)(n - i0) : TILE;
+        const float *A = tile_in(a, t, i0, m, ba), *Bv = tile_in(b, t, i0, m, bb);
+        float *O = tile_out(out, t, i0, bo);
+        for (int i = 0; i < m; i++) O[i] = A[i] + Bv[i];
+        tile_store(out, t, i0, m, O);
     }
-    for (size_t i = 0; i < n; i++) st(out, t, i, ld(a, t, i) + ld(b, t, i));
 }
 
 void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtype_t dst_t,
@@ -408,7 +514,14 @@ void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtyp
 
 void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
     (void)d;
-    for (size_t i = 0; i < n; i++) st(x, t, i, ld(x, t, i) * s);
+    float bx[TILE];
+    for (size_t i0 = 0; i0 < n; i0 += TILE) {
+        int m = n - i0 < TILE ? (int)(n - i0) : TILE;
+        const float *X = tile_in(x, t, i0, m, bx);
+        float *O = tile_out(x, t, i0, bx);
+        for (int i = 0; i < m; i++) O[i] = X[i] * s;
+        tile_store(x, t, i0, m, O);
+    }
 }
 
 double cpu_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
