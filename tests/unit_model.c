@@ -978,3 +978,38 @@ TEST(model_dump_round_trips_through_the_documented_format) {
     EXPECT(memcmp(tok2, tok, sizeof tok) == 0 && memcmp(tg2, tg, sizeof tg) == 0);
     remove(path);
 }
+
+/* Writes two dumps for tests/model_reference.py (an independent plain-Python
+ * implementation of MODEL.md; see tests/model.tests): the initial weights of
+ * seed 7, and the same weights scaled up so that attention is far from
+ * uniform and RoPE and the grouped heads matter (the reference fails if it
+ * pairs RoPE dimensions differently or maps query heads to kv heads
+ * differently). */
+TEST(model_writes_dumps_for_the_independent_reference) {
+    setup();
+    /* 4 query heads on 2 kv heads, so the head mapping h / (H/KV) matters */
+    const model_config_t c = {11, 16, 2, 4, 2, 12, 5};
+    const int B = 2, N = B * c.seq;
+    const char *dir = getenv("MODEL_DUMP_DIR") ? getenv("MODEL_DUMP_DIR") : "build/tests";
+    model_t m;
+    model_init(&m, &c, 0, c.layers, B, DT_F32, &dev);
+    size_t n = m.layout.total;
+    float *p = xmalloc(n * 4), *g = xmalloc(n * 4);
+    int tok[10], tg[10];
+    tiny_batch(&c, B, tok, tg, 21);
+    for (int k = 0; k < 2; k++) {
+        model_init_params(p, &c, 7);
+        if (k == 1)
+            for (size_t i = 0; i < n; i++) p[i] = p[i] == 1.0f ? 1.0f + 0.25f * frand() : 15.0f * p[i];
+        model_load_params(&m, p);
+        model_zero_grads(&m);
+        double loss = model_forward(&m, tok, tg, B) / N;
+        model_backward(&m, 1.0f / N, NULL, NULL);
+        dev_to_host(&dev, g, m.grads, n * 4);
+        char path[512];
+        snprintf(path, sizeof path, "%s/model_ref_%s.bin", dir, k ? "scaled" : "init");
+        model_dump_write(path, &c, p, tok, tg, B, loss, g);
+        printf("wrote %s (loss %.6f)\n", path, loss);
+    }
+    model_free(&m);
+}
