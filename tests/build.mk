@@ -1,0 +1,98 @@
+# The CUDA emulator (tests/cuda_emu/README.md): the suite's own .cu files
+# compiled by g++ against the emulator's headers and run on the CPU, always
+# under AddressSanitizer and UndefinedBehaviorSanitizer. Test-only: nothing
+# here is linked into the programs, and nvcc is not needed.
+#
+#   build/emu/<path>.cu.o    a .cu file, after rewrite_shared, as C++
+#   build/emu/<path>.o       a .c file, with USE_CUDA and the sanitizers
+#   build/emu/libcommon.a    common/ in emulated-CUDA form
+#   build/emu/<program>      a chapter's program on the emulated GPU
+#   build/tests/cuda_emu_*   the emulator's own tests
+#
+# A chapter's program gets its emulated twin with one line:
+#   $(eval $(call emu_program,NAME,SOURCES))
+
+EMU := build/emu
+EMU_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+EMU_MPI_COMPILE := $(shell $(MPICC) --showme:compile 2>/dev/null)
+EMU_MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null)
+EMU_INC := -I$(EMU)/common -Itests/cuda_emu/include -Icommon -I. $(EMU_MPI_COMPILE)
+EMU_CXXFLAGS := -std=c++17 -O1 -g $(EMU_SAN) -DCUDA_EMU -DUSE_CUDA -DOMPI_SKIP_MPICXX=1 \
+                -Wall -Wno-unused-parameter -Wno-unused-function -MMD -MP
+EMU_CFLAGS := -std=gnu11 -O1 -g $(EMU_SAN) -DUSE_CUDA -Wall -Wno-unused-parameter \
+              -fno-strict-aliasing -Icommon -I. -MMD -MP
+EMU_LDLIBS := $(EMU_MPI_LINK) -lopenblas -lm -lpthread
+
+EMU_REWRITE := $(EMU)/rewrite_shared
+# .cuh headers, rewritten too (a device function may declare __shared__).
+EMU_CUH := $(patsubst %,$(EMU)/%,$(wildcard common/*.cuh [0-9]*/*.cuh))
+
+emu_objects = $(patsubst %.c,$(EMU)/%.o,$(filter %.c,$(1))) \
+              $(patsubst %.cu,$(EMU)/%.cu.o,$(filter %.cu,$(1)))
+
+$(EMU_REWRITE): tests/cuda_emu/rewrite_shared.cc
+	@mkdir -p $(@D)
+	g++ -std=c++17 -O1 -Wall $< -o $@
+
+$(EMU)/%.cuh: %.cuh $(EMU_REWRITE)
+	@mkdir -p $(@D)
+	$(EMU_REWRITE) $< $@
+
+$(EMU)/%.cu.cc: %.cu $(EMU_REWRITE)
+	@mkdir -p $(@D)
+	$(EMU_REWRITE) $< $@
+
+$(EMU)/%.cu.o: $(EMU)/%.cu.cc $(EMU_CUH)
+	g++ -x c++ $(EMU_CXXFLAGS) -iquote $(dir $*) $(EMU_INC) -c $< -o $@
+
+$(EMU)/%.o: %.c
+	@mkdir -p $(@D)
+	$(MPICC) $(EMU_CFLAGS) -c $< -o $@
+
+$(EMU)/harness/%.o: tests/cuda_emu/%.cc
+	@mkdir -p $(@D)
+	g++ $(EMU_CXXFLAGS) $(EMU_INC) -c $< -o $@
+
+EMU_HARNESS := $(EMU)/libcuda_emu.a
+$(EMU_HARNESS): $(patsubst tests/cuda_emu/%.cc,$(EMU)/harness/%.o,$(wildcard tests/cuda_emu/emu_*.cc))
+	@rm -f $@
+	ar rcs $@ $^
+
+EMU_LIB := $(EMU)/libcommon.a
+$(EMU_LIB): $(call emu_objects,$(wildcard common/*.c common/*.cu))
+	@rm -f $@
+	ar rcs $@ $^
+
+EMU_LINK = g++ $(EMU_SAN) $(filter %.o,$^) $(EMU_LIB) $(EMU_HARNESS) $(EMU_LDLIBS) -o $@
+EMU_TARGETS :=
+
+# emu_program(NAME, SOURCES): build/emu/NAME, the program built from SOURCES
+# with the emulated CUDA backend.
+define emu_program
+EMU_TARGETS += $(EMU)/$(1)
+$(EMU)/$(1): $(call emu_objects,$(2)) $(EMU_LIB) $(EMU_HARNESS)
+	$$(EMU_LINK)
+endef
+
+# emu_test(NAME, SOURCES): build/tests/NAME, a test binary on the emulator.
+define emu_test
+EMU_TARGETS += build/tests/$(1)
+build/tests/$(1): $(call emu_objects,$(2)) $(EMU_LIB) $(EMU_HARNESS)
+	@mkdir -p $$(@D)
+	$$(EMU_LINK)
+endef
+
+# ---- the emulator's own tests ------------------------------------------------
+$(eval $(call emu_test,cuda_emu_selftest,tests/cuda_emu/selftest.cu))
+$(eval $(call emu_test,cuda_emu_bugs,tests/cuda_emu/bugs.cu))
+
+# ---- the chapters' programs on the emulated GPU ----------------------------------
+ifneq ($(wildcard 01_matmul_hfu/main.c),)
+$(eval $(call emu_program,hfu,$(wildcard 01_matmul_hfu/*.c 01_matmul_hfu/*.cu)))
+endif
+ifneq ($(wildcard 02_allreduce/main.c),)
+$(eval $(call emu_program,allreduce,$(wildcard 02_allreduce/*.c 02_allreduce/*.cu)))
+endif
+
+all: $(EMU_TARGETS)
+-include $(shell find $(EMU) -name '*.d' 2>/dev/null)
