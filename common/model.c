@@ -535,6 +535,9 @@ void model_dump_read(const char *path, model_config_t *c, int *B, float **params
     if (h.version != MODEL_DUMP_VERSION)
         die("dump %s has version %u, this build reads %d", path, h.version, MODEL_DUMP_VERSION);
     model_config_t cc = {h.vocab, h.dim, h.layers, h.heads, h.kv_heads, h.ffn, h.seq};
+    if (cc.vocab < 2 || cc.dim < 1 || cc.layers < 1 || cc.heads < 1 || cc.kv_heads < 1 ||
+        cc.ffn < 1 || cc.seq < 1 || cc.dim % cc.heads || cc.heads % cc.kv_heads)
+        die("dump %s: header holds an impossible configuration", path);
     if (h.batch < 1 || h.n_params != model_param_count(&cc))
         die("dump %s: header inconsistent (batch %d, %llu params for this config, expected %zu)",
             path, h.batch, (unsigned long long)h.n_params, model_param_count(&cc));
