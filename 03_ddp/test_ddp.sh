@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# test_ddp.sh: the multi-run tests of chapter 03 (listed in tests/ddp.tests).
+# Each case trains tiny models with 03_ddp/ddp and compares the runs with
+# build/03_ddp/compare, which prints what it compared and the worst
+# difference. Usage: test_ddp.sh CASE [ARGS...]; exit 0 when the property
+# holds. Runs mpirun itself (the runner's NP is 0).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DDP=./03_ddp/ddp
+CMP=./build/03_ddp/compare
+DEV=${DEV:-cpu}
+# A tiny model: 35k parameters, 12 sequences per step (divisible by 1-4 ranks
+# x 1-3 micro-batches), a few ms per step.
+TINY=(--device "$DEV" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
+      --batch 12 --lr 3e-3)
+dir=$(mktemp -d /tmp/ddp_test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+run() {  # NP OUT-LOG FLAGS...: one training run, quietly unless it fails
+    local np=$1 log=$2; shift 2
+    if ! mpirun -np "$np" "$DDP" "$@" >"$log" 2>&1; then
+        echo "run failed: mpirun -np $np $DDP $*"; tail -n 20 "$log"; exit 1
+    fi
+}
+
+case "$1" in
+equiv)  # NP TOL [FLAGS...]: NP ranks vs 1 rank on the same global batch
+    np=$2; tol=$3; shift 3
+    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
+    run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/many.bin"
+    echo "1 rank vs $np ranks, 6 steps, $*"
+    grep '^step' "$dir/many.log" | tail -n 2
+    $CMP "$dir/many.bin" "$dir/one.bin" --tol "$tol" ${WTOL:+--wtol "$WTOL"}
+    ;;
+same)  # NP TOL "FLAGS A" "FLAGS B": two variants on NP ranks (TOL 0: bit for bit)
+    np=$2; tol=$3
+    read -r -a a <<<"$4"; read -r -a b <<<"$5"
+    run "$np" "$dir/a.log" "${TINY[@]}" --steps 6 "${a[@]}" --save-final "$dir/a.bin"
+    run "$np" "$dir/b.log" "${TINY[@]}" --steps 6 "${b[@]}" --save-final "$dir/b.bin"
+    echo "$np ranks: [$4] vs [$5]"
+    grep -h '^ddp:\|^batch:' "$dir/a.log" "$dir/b.log"
+    if [ "$tol" = 0 ]; then $CMP "$dir/a.bin" "$dir/b.bin" --exact; else $CMP "$dir/a.bin" "$dir/b.bin" --tol "$tol"; fi
+    ;;
+kill)  # NP WHAT [NP_RESUME]: kill -9 a run part-way, resume, compare with an uninterrupted run
+    # WHAT: "all" kills mpirun and every rank at once (a node losing power),
+    # "rank" kills one rank (mpirun then ends the job). The kill comes as
+    # soon as the checkpoint of step 8 exists (stdout arrives through mpirun
+    # late, the files do not); a step takes a few ms, so it lands in the
+    # middle of a later step or of a later save.
+    np=$2; what=$3; np2=${4:-$2}
+    base=("${TINY[@]}" --dim 64 --seq 64 --steps 60)
+    flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
+    run "$np" "$dir/ref.log" "${base[@]}" --save-final "$dir/ref.bin"
+    setsid mpirun -np "$np" "$DDP" "${flags[@]}" >"$dir/a.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 3000); do   # at most 60 s
+        [ -e "$dir/ckpt/step_00000008.ckpt" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.02
+    done
+    if [ "$what" = all ]; then
+        pkill -9 -s $pid   # the whole session: mpirun and its ranks (each in its own group)
+    else
+        victim=$(pgrep -P $pid | head -n 1)
+        echo "killing rank process $victim"
+        kill -9 "$victim"
+    fi
+    wait $pid 2>/dev/null || true
+    for _ in $(seq 100); do pgrep -s $pid >/dev/null || break; sleep 0.05; done
+    echo "killed with these checkpoints: $(ls "$dir/ckpt" | tr '\n' ' ')"
+    if [ -e "$dir/ckpt/step_00000060.ckpt" ]; then echo "error: the run finished before it was killed"; exit 1; fi
+    run "$np2" "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume' "$dir/b.log"
+    if [ "$np2" = "$np" ]; then
+        $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    else
+        $CMP "$dir/b.bin" "$dir/ref.bin" --tol 1e-5
+    fi
+    ;;
+crash-in-save)  # NP: a rank dies half-way through writing a checkpoint; resume from the previous one
+    np=$2
+    flags=("${TINY[@]}" --steps 12 --ckpt-every 3 --ckpt-dir "$dir/ckpt")
+    run "$np" "$dir/ref.log" "${TINY[@]}" --steps 12 --save-final "$dir/ref.bin"
+    if mpirun -np "$np" "$DDP" "${flags[@]}" --crash-in-save 9 >"$dir/a.log" 2>&1; then
+        echo "error: the run with --crash-in-save 9 did not crash"; exit 1
+    fi
+    ls "$dir/ckpt"
+    [ -e "$dir/ckpt/step_00000009.ckpt.tmp" ] || { echo "error: no half-written temporary file"; exit 1; }
+    [ ! -e "$dir/ckpt/step_00000009.ckpt" ] || { echo "error: a half-written checkpoint has the final name"; exit 1; }
+    run "$np" "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume' "$dir/b.log"
+    grep -q 'step_00000006.ckpt: step 6' "$dir/b.log" || { echo "error: did not resume from step 6"; exit 1; }
+    $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
+resume-none)  # --resume with an empty directory starts at step 0 and says so
+    run 2 "$dir/a.log" "${TINY[@]}" --steps 3 --ckpt-dir "$dir/ckpt" --resume
+    grep '^resume' "$dir/a.log"
+    grep -q "no checkpoint in $dir/ckpt yet: starting from step 0" "$dir/a.log"
+    grep -q '^step     1/3' "$dir/a.log"
+    ;;
+corrupt)  # a checkpoint with one flipped byte is refused (the test expects the refusal)
+    run 2 "$dir/a.log" "${TINY[@]}" --steps 4 --ckpt-every 2 --ckpt-dir "$dir/ckpt"
+    f="$dir/ckpt/step_00000004.ckpt"
+    byte=$(od -An -tu1 -j 20000 -N1 "$f" | tr -d ' ')
+    printf "$(printf '\\%03o' $(( (byte + 1) % 256 )))" | dd of="$f" bs=1 seek=20000 conv=notrunc status=none
+    exec mpirun -np 2 "$DDP" "${TINY[@]}" --steps 8 --ckpt-dir "$dir/ckpt" --resume
+    ;;
+mismatch)  # a checkpoint of another model is refused (the test expects the refusal)
+    run 2 "$dir/a.log" "${TINY[@]}" --steps 2 --ckpt-dir "$dir/ckpt"
+    exec mpirun -np 2 "$DDP" "${TINY[@]}" --dim 64 --steps 4 --ckpt-dir "$dir/ckpt" --resume
+    ;;
+trace)  # --trace writes one Chrome trace with every rank's compute and comm spans
+    run 2 "$dir/a.log" "${TINY[@]}" --steps 5 --bucket-mb 0.01 --trace "$dir/t.json"
+    grep '^trace' "$dir/a.log"
+    for want in '"name": "rank 0"' '"name": "rank 1"' '"name": "compute"' '"name": "comm"' \
+                '"name": "bwd layer 1"' '"name": "allreduce b0' '"name": "optimizer"'; do
+        grep -q "$want" "$dir/t.json" || { echo "error: trace lacks $want"; exit 1; }
+    done
+    n=$(grep -c '"ph": "X"' "$dir/t.json")
+    echo "$n spans"
+    [ "$n" -ge 40 ]
+    ;;
+dump)  # --dump: the gradient file of step 1 is the same from 1 rank and from 3
+    run 1 "$dir/a.log" "${TINY[@]}" --steps 1 --dump "$dir/one.dump"
+    run 3 "$dir/b.log" "${TINY[@]}" --steps 1 --dump "$dir/three.dump"
+    $CMP --dumps "$dir/three.dump" "$dir/one.dump" --tol 1e-5
+    ;;
+text)  # --data FILE: byte-level text, 2 ranks equal 1
+    run 1 "$dir/one.log" "${TINY[@]}" --vocab 256 --steps 5 --data common/model.h --save-final "$dir/one.bin"
+    run 2 "$dir/two.log" "${TINY[@]}" --vocab 256 --steps 5 --data common/model.h --save-final "$dir/two.bin"
+    grep '^data' "$dir/two.log"
+    $CMP "$dir/two.bin" "$dir/one.bin" --tol 1e-5
+    ;;
+learns)  # the loss falls well below the corpus's unigram entropy
+    run 2 "$dir/a.log" --device "$DEV" --threads 1 --dim 64 --layers 2 --heads 4 --kv-heads 2 --seq 64 \
+        --batch 16 --steps 100 --lr 5e-3
+    h=$(grep -o 'unigram entropy [0-9.]*' "$dir/a.log" | awk '{print $3}')
+    loss=$(grep '^step   100/' "$dir/a.log" | awk '{print $5}')
+    echo "unigram entropy $h nats, loss after 100 steps $loss"
+    awk -v l="$loss" -v h="$h" 'BEGIN { exit !(l < h - 1.0) }' || { echo "error: loss not 1 nat below the unigram entropy"; exit 1; }
+    ;;
+*)
+    echo "unknown case $1"; exit 2 ;;
+esac
