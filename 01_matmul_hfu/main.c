@@ -168,9 +168,13 @@ static void print_header(const device_t *d, const char *want, double peak_overri
 
 /* ---- the matmul sweep ---------------------------------------------------- */
 
-static int sweep(const device_t *d, const long *sizes, int nsizes, const int want[NVARIANTS],
+static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVARIANTS],
                  int named, int warmup, int iters, double peak_override, FILE *csv, uint64_t seed) {
     int wrong = 0;
+    if (want[OPENBLAS_BF16] && !matmul_openblas_has_sbgemm()) {
+        say("skipped: openblas_bf16: this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)\n");
+        want[OPENBLAS_BF16] = 0;
+    }
     say("check:   max |C - ref| / rms(ref) against double-precision dot products of the same\n"
         "         fp32 inputs (every entry up to 2^28 FMAs; above, whole rows and columns:\n"
         "         first, last and random ones)\n");
@@ -192,11 +196,6 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, const int wan
             if (!named && V->cap > 0 && n > V->cap) {
                 say("%6d  %-15s skipped: slow above %d (name it in --variants to run it anyway)\n",
                     n, V->name, V->cap);
-                continue;
-            }
-            if (v == OPENBLAS_BF16 && !matmul_openblas_has_sbgemm()) {
-                say("%6d  %-15s skipped: this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)\n",
-                    n, V->name);
                 continue;
             }
             if (v <= CPU_V3) matmul_blas_settle();
@@ -241,10 +240,9 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, const int wan
                 else fprintf(csv, "nan\n");
                 fflush(csv);
             }
-            if (strcmp(V->name, "openblas_sgemm") == 0 || strcmp(V->name, "cublas_fp32") == 0)
-                fp32_lib_ms = ms;
-            if (strncmp(V->name, "cpu_", 4) == 0 || strncmp(V->name, "cuda_", 5) == 0)
-                if (!best_own || ms < best_own_ms) { best_own = V->name; best_own_ms = ms; }
+            if (v == OPENBLAS_SGEMM || v == CUBLAS_FP32) fp32_lib_ms = ms;
+            const int own = v <= CPU_V3 || v == CUDA_NAIVE || v == CUDA_TILED;
+            if (own && (!best_own || ms < best_own_ms)) { best_own = V->name; best_own_ms = ms; }
         }
         if (best_own && fp32_lib_ms > 0)
             say("%6d  fastest hand-written: %s at %.2fx the speed of %s\n", n, best_own,
@@ -344,7 +342,7 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv, &dist);
     common_args_t c = COMMON_ARGS_DEFAULT;
     const char *sizes_s = NULL, *variants_s = "all";
-    int warmup = 1, iters = 5, mlp = 0, batch = 0, dim = 0, hidden = 0;
+    int warmup = 1, iters = 10, mlp = 0, batch = 0, dim = 0, hidden = 0;
     double peak_override = 0;
     arg_t flags[] = {
         COMMON_ARGS(c),
