@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv, &dist);
     opts_t o = {
         .c = COMMON_ARGS_DEFAULT,
-        .steps = 200, .batch = 16, .micro = 1, .seq = 64, .dim = 128, .layers = 4, .heads = 4,
+        .steps = 300, .batch = 16, .micro = 1, .seq = 128, .dim = 192, .layers = 4, .heads = 6,
         .kv_heads = 2, .ffn = 0, .vocab = 256, .warmup = -1,
         .lr = 3e-3, .clip = 1.0, .bucket_mb = 25, .dtype = "fp32", .trace_steps = 3,
     };
@@ -287,7 +287,7 @@ int main(int argc, char **argv) {
                     start = (long)ckpt_get_state(&ck, "step");
                     if (ckpt_get_state(&ck, "data_pos") != (uint64_t)start * (uint64_t)o.batch) {
                         status = -1;
-                        snprintf(err, sizeof err, "checkpoint %s is inconsistent: data position does not match its step", path);
+                        snprintf(err, sizeof err, "checkpoint %.600s is inconsistent: data position does not match its step", path);
                     }
                 }
             }
@@ -327,9 +327,9 @@ int main(int argc, char **argv) {
         dev_from_host(&dev, opt.v, adam_v, n * sizeof(float));
     }
 
+    int compute = trace_track("compute");   /* tracks in this order: compute, comm */
     ddp_t ddp;
     ddp_init(&ddp, &cm, model.grads, n, dt, (size_t)(o.bucket_mb * 1048576.0), !o.no_overlap);
-    int compute = trace_track("compute");
     trace_init(MPI_COMM_WORLD, o.trace, 0);
     bwd_ctx_t bctx = {&ddp, &model.layout, compute, 0};
 
@@ -339,7 +339,10 @@ int main(int argc, char **argv) {
     long *run_steps = xmalloc(sizeof(long) * (size_t)(o.steps + 1));
     double *run_losses = xmalloc(sizeof(double) * (size_t)(o.steps + 1));
     int nrun = 0;
-    double sum_ms = 0, sum_exposed = 0;
+    /* Where the time goes, summed over the timed steps (this rank's view):
+     * forward, backward (less the communication work done inside its
+     * callbacks), exposed communication, optimizer (norm, clip, AdamW). */
+    double sum_ms = 0, sum_exposed = 0, sum_fwd = 0, sum_bwd = 0, sum_opt = 0, sum_mine = 0;
     int timed = 0;
     say("\n");
 
@@ -348,7 +351,7 @@ int main(int argc, char **argv) {
         trace_pause(!(step >= start + 2 && step < start + 2 + o.trace_steps));
         double t0 = now_s();
         model_zero_grads(&model);
-        double loss_local = 0;
+        double loss_local = 0, fwd_s = 0, bwd_s = 0;
         for (int m = 0; m < o.micro; m++) {
             double ta = now_s();
             int first = data_shard_first(o.batch, dp, rank, o.micro, m);
@@ -357,13 +360,16 @@ int main(int argc, char **argv) {
             trace_span(compute, "data", ta, tb);
             loss_local += model_forward(&model, inputs, targets, mb);
             double tc = now_s();
+            fwd_s += tc - tb;
             char name[TRACE_NAME];
             snprintf(name, sizeof name, "fwd micro %d", m);
             trace_span(compute, name, tb, tc);
             ddp_begin(&ddp, m == o.micro - 1);
             bctx.t_prev = tc;
             model_backward(&model, (float)(1.0 / global_tokens), on_grad_ready, &bctx);
+            bwd_s += now_s() - tc;
         }
+        bwd_s -= ddp.exposed_s;   /* so far: the communication work inside backward */
         double tw = now_s();
         ddp_finish(&ddp);
         trace_span(compute, "wait for buckets", tw, now_s());
@@ -418,6 +424,10 @@ int main(int argc, char **argv) {
         if (step > start + 1) {   /* the first step pays for warming up */
             sum_ms += ms;
             sum_exposed += exposed_ms;
+            sum_fwd += fwd_s * 1e3;
+            sum_bwd += bwd_s * 1e3;
+            sum_opt += (t1 - to) * 1e3;
+            sum_mine += ddp.exposed_s * 1e3;
             timed++;
         }
 
@@ -455,6 +465,9 @@ int main(int argc, char **argv) {
         say("\nmean of steps %ld-%d: %.1f ms/step (%.1f compute + %.2f exposed comm) | %s tok/s | MFU %s\n",
             start + 2, o.steps, ms, ms - ex, ex, si(tb1, sizeof tb1, global_tokens / (ms / 1e3)),
             perf_util_str(ub, sizeof ub, flops_s, peak));
+        double f = sum_fwd / timed, b = sum_bwd / timed, op = sum_opt / timed, mine = sum_mine / timed;
+        say("time:    forward %.1f + backward %.1f + exposed comm %.2f + optimizer %.1f + other %.1f ms "
+            "(rank 0)\n", f, b, mine, op, ms - f - b - mine - op);
         if (o.bench_csv && dist.rank == 0) {
             FILE *b = csv_open(o.bench_csv, BENCH_HEADER);
             fprintf(b, "%.6g,%s,%d,%d,%.4f,%.3f,%.3f,%.3f\n", o.bucket_mb, o.no_overlap ? "off" : "on",
