@@ -220,8 +220,8 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
             const int ok = err <= tol;
             const double flops = matmul_flops(n, n, n) / (ms * 1e-3);
             const double peak = perf_peak(d, V->prec, peak_override);
-            char util[64];
-            perf_util_str(util, sizeof util, flops, peak);
+            char util[64] = "-";     /* the header says when the peak is unknown */
+            if (peak > 0) perf_util_str(util, sizeof util, flops, peak);
             say("%6d  %-15s %-6s %-5s %10.3f %9.4g %7s %9.1e  %s (tol %.0e)\n", n, V->name,
                 d->kind == DEV_CUDA ? "cuda" : "cpu", precision_name[V->prec], ms, flops / 1e12,
                 util, err, ok ? "ok" : "WRONG", tol);
@@ -327,8 +327,9 @@ static int run_mlp(const device_t *d, int B, int D, int H, int warmup, int iters
     char util[64];
     perf_util_str(util, sizeof util, flops / (ms * 1e-3), peak);
     if (!gpu) say("loss:    %.6f\n", loss);
-    say("step:    %.3f ms (mean of %d), %.4g TFLOP/s, MFU %s of the %s peak %.4g TFLOP/s\n", ms,
-        runs, flops / (ms * 1e-3) / 1e12, util, precision_name[prec], peak / 1e12);
+    say("step:    %.3f ms (mean of %d), %.4g TFLOP/s, MFU %s", ms, runs, flops / (ms * 1e-3) / 1e12, util);
+    if (peak > 0) say(" of the %s peak %.4g TFLOP/s", precision_name[prec], peak / 1e12);
+    say("\n");
 #ifdef USE_CUDA
     if (cuda) mlp_cuda_free(cuda);
 #endif
