@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the suite needs, if any is missing:
-# Open MPI (compiler wrapper and mpirun), OpenBLAS, gnuplot, and make/gcc.
+# Open MPI (compiler wrapper and mpirun), OpenBLAS, gnuplot, make, gcc and
+# python3 (the tests use it for an independent reference of the model).
 # Does nothing when everything is present. Runs apt-get as root or via sudo.
 set -euo pipefail
 
@@ -12,6 +13,8 @@ have gnuplot || need+=(gnuplot-nox)
 have gcc     || need+=(gcc)
 have g++     || need+=(g++)
 have make    || need+=(make)
+have python3 || need+=(python3)   # the independent model reference in tests/
+have timeout || need+=(coreutils)
 [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || \
     ls /usr/include/*/cblas.h >/dev/null 2>&1 || need+=(libopenblas-dev)
 
