@@ -15,8 +15,7 @@ have g++     || need+=(g++)
 have make    || need+=(make)
 have python3 || need+=(python3)   # the independent model reference in tests/
 have timeout || need+=(coreutils)
-[ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || \
-    ls /usr/include/*/cblas.h >/dev/null 2>&1 || need+=(libopenblas-dev)
+ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so >/dev/null 2>&1 || need+=(libopenblas-dev)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
