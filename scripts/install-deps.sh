@@ -15,7 +15,7 @@ have g++     || need+=(g++)
 have make    || need+=(make)
 have python3 || need+=(python3)   # the independent model reference in tests/
 have timeout || need+=(coreutils)
-ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so >/dev/null 2>&1 || need+=(libopenblas-dev)
+compgen -G '/usr/lib/*/libopenblas.so' >/dev/null || compgen -G '/usr/lib/libopenblas.so' >/dev/null || need+=(libopenblas-dev)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
