@@ -49,9 +49,11 @@ extern "C" {
  *   op(B) is K x N: B is stored K x N (ldb >= N), or N x K (ldb >= K) when
  *     trans_b;
  *   C is M x N (ldc >= N).
- * A and B have type ab_t, C has type c_t (so bf16 activations can accumulate
- * into fp32 gradients). beta == 0 means C is not read (NaN in C is
- * harmless). fp32 accumulation over K.
+ * A and B have type ab_t, C has type c_t: (fp32, fp32), (bf16, bf16), or
+ * (bf16, fp32) so bf16 activations can accumulate into fp32 gradients (the
+ * combinations cuBLAS offers; fp32 operands with a bf16 C are not an op).
+ * beta == 0 means C is not read (NaN in C is harmless). fp32 accumulation
+ * over K.
  * CPU: fp32 goes straight to cblas_sgemm; bf16 operands are widened to fp32
  * scratch and then cblas_sgemm runs (convert-then-sgemm: the products of
  * bf16 values are exact in fp32, so this is the semantics of a bf16 GEMM with
