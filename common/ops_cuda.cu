@@ -24,7 +24,7 @@
 
 #include "ops_cuda.h"
 
-enum { THREADS = 256 };        /* every block: 8 warps */
+static const unsigned int THREADS = 256;    /* per block: 8 warps */
 #define FULL_MASK 0xffffffffu
 
 /* for (i over [0, n)) split across the whole grid */
@@ -37,6 +37,13 @@ enum { THREADS = 256 };        /* every block: 8 warps */
 static unsigned int stride_grid(size_t n) {
     unsigned int g = ceil_div(n, THREADS);
     return g < 1 ? 1 : g > 1024 ? 1024 : g;
+}
+
+/* Threads for a block that owns one row of n elements: whole warps, enough
+ * for one element each up to THREADS (short rows leave no thread idle). */
+static unsigned int row_threads(int n) {
+    unsigned int t = 32 * ceil_div(n > 0 ? n : 1, 32);
+    return t < THREADS ? t : THREADS;
 }
 
 static cudaStream_t stream_of(const device_t *d) { return (cudaStream_t)d->stream; }
@@ -62,6 +69,10 @@ template <int OP> __device__ inline float warp_reduce(float v) {
     for (int o = 16; o > 0; o /= 2) v = combine<OP>(v, __shfl_xor_sync(FULL_MASK, v, o));
     return v;
 }
+
+/* Kernels that give each row a warp (THREADS / 32 rows per block): the row
+ * of this thread's warp. */
+__device__ inline size_t warp_row() { return ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; }
 
 /* v reduced over the block, returned to every thread (blockDim.x a multiple
  * of 32). Every warp reduces the per-warp partials itself, so no broadcast is
@@ -233,7 +244,7 @@ __global__ void column_sum_kernel(const float *part, float *dw, int blocks, int 
 extern "C" void cuda_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w,
                                      void *y, float *rstd, int N, int C, float eps) {
     if (N <= 0) return;
-    LAUNCH(rmsnorm_forward_kernel, N, THREADS, 0, stream_of(d), t, x, w, y, rstd, C, eps);
+    LAUNCH(rmsnorm_forward_kernel, N, row_threads(C), 0, stream_of(d), t, x, w, y, rstd, C, eps);
 }
 
 extern "C" void cuda_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const void *w,
@@ -243,8 +254,8 @@ extern "C" void cuda_rmsnorm_backward(const device_t *d, dtype_t t, const void *
     /* at most 256 blocks of whole rows, none empty */
     const int rows = (int)ceil_div(N, 256), blocks = (int)ceil_div(N, rows);
     float *part = scratch(d, (size_t)blocks * C);                   /* (blocks, C) */
-    LAUNCH(rmsnorm_backward_kernel, blocks, THREADS, 0, stream_of(d), t, x, w, rstd, dy, dres,
-           dx, part, N, C, rows);
+    LAUNCH(rmsnorm_backward_kernel, blocks, row_threads(C), 0, stream_of(d), t, x, w, rstd, dy,
+           dres, dx, part, N, C, rows);
     LAUNCH(column_sum_kernel, ceil_div(C, THREADS), THREADS, 0, stream_of(d), part, dw, blocks, C);
 }
 
@@ -279,37 +290,47 @@ __device__ inline int visible_keys(int i, int Tk, int off) {
     return max(0, min(Tk, off + i + 1));
 }
 
-/* One block per query row (b, i) of head h. s: that row of the (B, Tq, Tk)
- * scores, replaced by the probabilities (0 where masked); lse: (B, H, Tq). */
-__global__ void attn_softmax_kernel(float *S, float *lse, int Tq, int Tk, int H, int h, int off) {
-    const int b = blockIdx.x / Tq, i = blockIdx.x % Tq, n = visible_keys(i, Tk, off);
-    float *s = S + (size_t)blockIdx.x * Tk;
+/* A warp per query row r = (b, i) of head h (rows = B * Tq; a row of
+ * scores is short enough for one warp, and needs no barrier). s: that row
+ * of the (B, Tq, Tk) scores, replaced by the probabilities (0 where masked);
+ * lse: (B, H, Tq). */
+__global__ void attn_softmax_kernel(float *S, float *lse, size_t rows, int Tq, int Tk, int H,
+                                    int h, int off) {
+    const size_t r = warp_row();
+    const int lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    const size_t b = r / Tq;
+    const int i = (int)(r % Tq), n = visible_keys(i, Tk, off);
+    float *s = S + r * Tk;
     float mx = -INFINITY;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) mx = fmaxf(mx, s[j]);
-    mx = block_reduce<MAX>(mx);
+    for (int j = lane; j < n; j += 32) mx = fmaxf(mx, s[j]);
+    mx = warp_reduce<MAX>(mx);
     float sum = 0.0f;
-    for (int j = threadIdx.x; j < n; j += blockDim.x) sum += expf(s[j] - mx);
-    sum = block_reduce<SUM>(sum);
+    for (int j = lane; j < n; j += 32) sum += expf(s[j] - mx);
+    sum = warp_reduce<SUM>(sum);
     const float inv = 1.0f / sum;
-    for (int j = threadIdx.x; j < Tk; j += blockDim.x) s[j] = j < n ? expf(s[j] - mx) * inv : 0.0f;
-    if (threadIdx.x == 0) lse[((size_t)b * H + h) * Tq + i] = n > 0 ? mx + logf(sum) : -INFINITY;
+    for (int j = lane; j < Tk; j += 32) s[j] = j < n ? expf(s[j] - mx) * inv : 0.0f;
+    if (lane == 0) lse[(b * H + h) * Tq + i] = n > 0 ? mx + logf(sum) : -INFINITY;
 }
 
-/* One block per query row (b, i) of head h: S holds the scores s and
+/* A warp per query row r = (b, i) of head h: S holds the scores s and
  * becomes p = exp(s - lse); dP holds dout . v and becomes
  * ds = p (dp - D), D = dout_i . out_i (read from the (B, Tq, H, hd) tensors). */
 __global__ void attn_dscores_kernel(dtype_t t, float *S, float *dP, const float *lse,
-                                    const void *out, const void *dout, int Tq, int Tk, int H,
-                                    int hd, int h, int off) {
-    const int b = blockIdx.x / Tq, i = blockIdx.x % Tq;
-    const size_t o = (((size_t)b * Tq + i) * H + h) * hd;
+                                    const void *out, const void *dout, size_t rows, int Tq,
+                                    int Tk, int H, int hd, int h, int off) {
+    const size_t r = warp_row();
+    const int lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    const size_t b = r / Tq, o = (r * H + h) * hd;           /* r * H = (b * Tq + i) * H */
+    const int i = (int)(r % Tq);
     float D = 0.0f;
-    for (int c = threadIdx.x; c < hd; c += blockDim.x) D += load(dout, t, o + c) * load(out, t, o + c);
-    D = block_reduce<SUM>(D);
-    const float l = lse[((size_t)b * H + h) * Tq + i];
+    for (int c = lane; c < hd; c += 32) D += load(dout, t, o + c) * load(out, t, o + c);
+    D = warp_reduce<SUM>(D);
+    const float l = lse[(b * H + h) * Tq + i];
     const int n = l == -INFINITY ? 0 : visible_keys(i, Tk, off);
-    float *s = S + (size_t)blockIdx.x * Tk, *dp = dP + (size_t)blockIdx.x * Tk;
-    for (int j = threadIdx.x; j < Tk; j += blockDim.x) {
+    float *s = S + r * Tk, *dp = dP + r * Tk;
+    for (int j = lane; j < Tk; j += 32) {
         float p = j < n ? expf(s[j] - l) : 0.0f;
         s[j] = p;
         dp[j] = p * (dp[j] - D);
@@ -321,7 +342,7 @@ extern "C" void cuda_attn_forward(const device_t *d, dtype_t t, const void *q, c
                                   int H, int KV, int hd, int q_pos0, int k_pos0) {
     if (B <= 0 || Tq <= 0 || H <= 0) return;
     const size_t nq = (size_t)B * Tq * H * hd, nkv = (size_t)B * Tk * KV * hd;
-    const size_t ns = (size_t)B * Tq * Tk;
+    const size_t rows = (size_t)B * Tq, ns = rows * Tk;
     float *S = scratch(d, ns + (t == DT_F32 ? 0 : 2 * nq + 2 * nkv));   /* (B, Tq, Tk) */
     float *next = S + ns;
     const float *Q = f32_view(d, q, t, nq, &next, 1);
@@ -336,8 +357,8 @@ extern "C" void cuda_attn_forward(const device_t *d, dtype_t t, const void *q, c
         /* s = q k^T / sqrt(hd) */
         gemm(d, 0, 1, Tq, Tk, hd, scale, Q + qo, ldq, sq, K + ko, ldk, sk, DT_F32, 0.0f, S, Tk, ss,
              DT_F32, B);
-        LAUNCH(attn_softmax_kernel, B * Tq, THREADS, 0, stream_of(d), S, lse, Tq, Tk, H, h,
-               q_pos0 - k_pos0);
+        LAUNCH(attn_softmax_kernel, ceil_div(rows, THREADS / 32), THREADS, 0, stream_of(d), S, lse,
+               rows, Tq, Tk, H, h, q_pos0 - k_pos0);
         /* out = p v */
         gemm(d, 0, 0, Tq, hd, Tk, 1.0f, S, Tk, ss, Vf + ko, ldk, sk, DT_F32, 0.0f, O + qo, ldq, sq,
              DT_F32, B);
@@ -350,7 +371,7 @@ extern "C" void cuda_attn_forward(const device_t *d, dtype_t t, const void *q, c
  * exact where one side saw no key. */
 __global__ void attn_merge_kernel(dtype_t t, void *out, float *lse, const void *out_b,
                                   const float *lse_b, size_t rows, int T, int H, int hd) {
-    const size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const size_t r = warp_row();
     const int lane = threadIdx.x % 32;
     if (r >= rows) return;
     const size_t h = r % H, bt = r / H, li = ((bt / T) * H + h) * T + bt % T, o = r * hd;
@@ -383,7 +404,7 @@ extern "C" void cuda_attn_backward(const device_t *d, dtype_t t, const void *q, 
                                    int Tk, int H, int KV, int hd, int q_pos0, int k_pos0) {
     if (B <= 0 || Tq <= 0 || Tk <= 0 || H <= 0) return;
     const size_t nq = (size_t)B * Tq * H * hd, nkv = (size_t)B * Tk * KV * hd;
-    const size_t ns = (size_t)B * Tq * Tk;
+    const size_t rows = (size_t)B * Tq, ns = rows * Tk;
     float *S = scratch(d, 2 * ns + (t == DT_F32 ? 0 : 3 * nq + 4 * nkv));
     float *dP = S + ns;                                                /* (B, Tq, Tk) each */
     float *next = dP + ns;
@@ -405,8 +426,8 @@ extern "C" void cuda_attn_backward(const device_t *d, dtype_t t, const void *q, 
              DT_F32, B);
         gemm(d, 0, 1, Tq, Tk, hd, 1.0f, dO + qo, ldq, sq, Vf + ko, ldk, sk, DT_F32, 0.0f, dP, Tk,
              ss, DT_F32, B);
-        LAUNCH(attn_dscores_kernel, B * Tq, THREADS, 0, stream_of(d), t, S, dP, lse, out, dout, Tq,
-               Tk, H, hd, h, q_pos0 - k_pos0);
+        LAUNCH(attn_dscores_kernel, ceil_div(rows, THREADS / 32), THREADS, 0, stream_of(d), t, S,
+               dP, lse, out, dout, rows, Tq, Tk, H, hd, h, q_pos0 - k_pos0);
         /* dv += p^T dout;  dq += ds k / sqrt(hd);  dk += ds^T q / sqrt(hd) */
         gemm(d, 1, 0, Tk, hd, Tq, 1.0f, S, Tk, ss, dO + qo, ldq, sq, DT_F32, 1.0f, dV + ko, ldk, sk,
              DT_F32, B);
@@ -489,7 +510,8 @@ __global__ void xent_backward_kernel(dtype_t t, const void *logits, const int *t
 extern "C" void cuda_xent_forward(const device_t *d, dtype_t t, const void *logits,
                                   const int *targets, float *loss, float *lse, int N, int V) {
     if (N <= 0) return;
-    LAUNCH(xent_forward_kernel, N, THREADS, 0, stream_of(d), t, logits, targets, loss, lse, V);
+    LAUNCH(xent_forward_kernel, N, row_threads(V), 0, stream_of(d), t, logits, targets, loss, lse,
+           V);
 }
 
 extern "C" void cuda_xent_backward(const device_t *d, dtype_t t, const void *logits,
