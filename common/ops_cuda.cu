@@ -58,7 +58,7 @@ __device__ inline void store(void *p, dtype_t t, size_t i, float v) {
     else ((float *)p)[i] = v;
 }
 
-/* ---- block reductions ---------------------------------------------------------- */
+/* ---- warps and blocks ------------------------------------------------------------ */
 enum { SUM = 0, MAX = 1 };
 
 template <int OP> __device__ inline float combine(float a, float b) {
