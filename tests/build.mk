@@ -53,6 +53,12 @@ $(EMU)/harness/%.o: tests/cuda_emu/%.cc
 	@mkdir -p $(@D)
 	g++ $(EMU_CXXFLAGS) $(EMU_INC) -c $< -o $@
 
+# The scheduler touches no user data: optimised, not instrumented, but it
+# tells AddressSanitizer about its stack switches.
+$(EMU)/harness/emu_threads.o: tests/cuda_emu/emu_threads.cc
+	@mkdir -p $(@D)
+	g++ $(filter-out -O1 $(EMU_SAN),$(EMU_CXXFLAGS)) -O2 -DEMU_ASAN_FIBERS $(EMU_INC) -c $< -o $@
+
 EMU_HARNESS := $(EMU)/libcuda_emu.a
 $(EMU_HARNESS): $(patsubst tests/cuda_emu/%.cc,$(EMU)/harness/%.o,$(wildcard tests/cuda_emu/emu_*.cc))
 	@rm -f $@
@@ -85,6 +91,13 @@ endef
 # ---- the emulator's own tests ------------------------------------------------
 $(eval $(call emu_test,cuda_emu_selftest,tests/cuda_emu/selftest.cu))
 $(eval $(call emu_test,cuda_emu_bugs,tests/cuda_emu/bugs.cu))
+$(eval $(call emu_test,cuda_emu_comm,tests/cuda_emu/comm_test.c))
+
+# ---- the suite's own unit tests, on the emulated GPU (run with DEV=cuda) --------
+ifneq ($(wildcard common/ops_cuda.cu),)
+$(eval $(call emu_test,cuda_emu_unit_model,tests/unit_model.c))
+$(eval $(call emu_test,cuda_emu_ops,tests/cuda_emu/ops_test.c))
+endif
 
 # ---- the chapters' programs on the emulated GPU ----------------------------------
 ifneq ($(wildcard 01_matmul_hfu/main.c),)
@@ -92,6 +105,9 @@ $(eval $(call emu_program,hfu,$(wildcard 01_matmul_hfu/*.c 01_matmul_hfu/*.cu)))
 endif
 ifneq ($(wildcard 02_allreduce/main.c),)
 $(eval $(call emu_program,allreduce,$(wildcard 02_allreduce/*.c 02_allreduce/*.cu)))
+endif
+ifneq ($(wildcard 03_ddp/main.c),)
+$(eval $(call emu_program,ddp,03_ddp/main.c 03_ddp/ddp.c))
 endif
 
 all: $(EMU_TARGETS)

@@ -7,11 +7,19 @@
  * per switch). AddressSanitizer is told about every switch, so it checks
  * stack accesses against the right stack.
  *
- * The scheduler resumes the runnable fibers in order (EMU_SCHEDULE=reverse
- * or =shuffle picks other orders, for threads and for blocks); a fiber runs
- * until it waits at __syncthreads() or at a warp operation, or finishes. When
- * none can run, it completes the warp operations whose lanes have all
- * arrived, else releases the block barrier, else reports a deadlock. */
+ * Threads run in turn, in order (EMU_SCHEDULE=reverse or =shuffle picks
+ * other orders, for threads and for blocks); a fiber runs until it waits at
+ * __syncthreads() or at a warp operation, or finishes, and then hands over
+ * straight to the next runnable fiber. The last lane to reach a warp
+ * operation completes it for the whole group and goes on; the last thread to
+ * reach a barrier releases the block, and thread 0 (in the schedule's order)
+ * runs first after it. When nothing can run, the scheduler (the launching
+ * thread's own stack) completes warp operations whose missing lanes have
+ * exited, or reports the deadlock.
+ *
+ * This file holds no user data, so the build compiles it without the
+ * sanitizers (it is the emulator's inner loop); it tells AddressSanitizer
+ * about each stack switch when the program uses it (EMU_ASAN_FIBERS). */
 #include <cuda_runtime.h>
 
 #include <mpi.h>
@@ -27,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(EMU_ASAN_FIBERS)
 #include <sanitizer/common_interface_defs.h>
 #define EMU_ASAN 1
 #else
@@ -38,9 +46,10 @@ uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 
 /* ---- context switch ------------------------------------------------------------
- * emu_switch(save, to): push the callee-saved registers and the SSE/x87
- * control words on the current stack, store the stack pointer in *save, load
- * `to` and pop the other fiber's registers; `ret` then resumes it. */
+ * cuda_emu_switch(save, to): push the callee-saved registers on the current
+ * stack, store the stack pointer in *save, load `to` and pop the other
+ * fiber's registers; `ret` then resumes it. (Kernels never change the
+ * rounding mode, so the SSE and x87 control words are not switched.) */
 #if !defined(__x86_64__)
 #error "the CUDA emulator's fibers are written for x86-64"
 #endif
@@ -56,14 +65,8 @@ __asm__(
     "    pushq %r13\n"
     "    pushq %r14\n"
     "    pushq %r15\n"
-    "    subq $16, %rsp\n"
-    "    stmxcsr 8(%rsp)\n"
-    "    fnstcw (%rsp)\n"
     "    movq %rsp, (%rdi)\n"
     "    movq %rsi, %rsp\n"
-    "    fldcw (%rsp)\n"
-    "    ldmxcsr 8(%rsp)\n"
-    "    addq $16, %rsp\n"
     "    popq %r15\n"
     "    popq %r14\n"
     "    popq %r13\n"
@@ -102,8 +105,14 @@ static struct {
     /* the block */
     std::vector<Fiber> fibers;
     int n, done, cur;
-    std::vector<int> order;
+    int pos;                        /* position of cur in order */
+    std::vector<int> order;         /* fiber ids in schedule order */
+    int at_barrier;
+    /* per warp: lanes that exist, lanes not exited, lanes waiting at a warp op */
+    std::vector<unsigned> warp_exist;
+    std::vector<int> warp_live, warp_wait;
     void *sched_sp;
+    bool from_sched;
     /* shared memory of the block */
     struct Var { const void *key; void *p; size_t size; const char *name; };
     std::vector<Var> vars;
@@ -182,69 +191,89 @@ static Stack get_stack(int i) {
 [[noreturn]] static void fiber_main();
 
 static void *initial_sp(const Stack &st) {
-    /* Frame that cuda_emu_switch pops: control words, six registers, then the
-     * return address (fiber_main) and a zero "caller" above it; the return
-     * slot is 16-byte aligned so fiber_main starts with the ABI's alignment. */
+    /* The frame cuda_emu_switch pops: six registers, then the return address
+     * (fiber_main) with a zero "caller" above it; the return slot is 16-byte
+     * aligned, so fiber_main starts with the alignment the ABI promises. */
     uintptr_t top = ((uintptr_t)(st.lo + st.size)) & ~(uintptr_t)15;
     uint64_t *a = (uint64_t *)(top - 16);
     a[1] = 0;
     a[0] = (uint64_t)(uintptr_t)&fiber_main;
     uint64_t *regs = a - 6;
     for (int i = 0; i < 6; i++) regs[i] = 0;
-    uint32_t *ctl = (uint32_t *)(regs - 2);
-    unsigned int mxcsr;
-    unsigned short fpucw;
-    __asm__ __volatile__("stmxcsr %0" : "=m"(mxcsr));
-    __asm__ __volatile__("fnstcw %0" : "=m"(fpucw));
-    memset(ctl, 0, 16);
-    memcpy((char *)ctl, &fpucw, 2);
-    memcpy((char *)ctl + 8, &mxcsr, 4);
-    return (void *)ctl;
+    return (void *)regs;
 }
 
-static void set_builtins(const Fiber &f) { threadIdx = f.tid; }
+/* Switch from the running context (saving its stack pointer in *save) to
+ * stack pointer `to` on the stack [bottom, bottom + size). A context that
+ * will never run again (an exited fiber) says so with `dying`. */
+static void transfer(void **save, void *to, const void *bottom, size_t size, bool dying) {
+#if EMU_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(dying ? nullptr : &fake, bottom, size);
+    cuda_emu_switch(save, to);
+    /* resumed: by the scheduler or by another fiber */
+    const void *from_bottom;
+    size_t from_size;
+    __sanitizer_finish_switch_fiber(fake, &from_bottom, &from_size);
+    if (S.from_sched) { S.main_bottom = from_bottom; S.main_size = from_size; S.from_sched = false; }
+#else
+    (void)bottom; (void)size; (void)dying;
+    cuda_emu_switch(save, to);
+#endif
+}
 
-/* scheduler -> fiber i */
-static void resume(int i) {
-    Fiber &f = S.fibers[i];
+/* The next runnable fiber after position S.pos in schedule order, or -1. */
+static int next_ready() {
+    int n = S.n;
+    for (int k = 1; k <= n; k++) {
+        int p = S.pos + k;
+        if (p >= n) p -= n;
+        if (S.fibers[S.order[p]].state == F_READY) { S.pos = p; return S.order[p]; }
+    }
+    return -1;
+}
+
+/* From the running fiber to the next runnable one, or to the scheduler
+ * when none is; returns when this fiber is resumed (unless dying). */
+static void hand_over(bool dying) {
+    Fiber &me = S.fibers[S.cur];
+    int j = next_ready();
+    if (j == S.cur) return;          /* only this fiber can run: go on */
+    if (j < 0) {
+        transfer(&me.sp, S.sched_sp, S.main_bottom, S.main_size, dying);
+    } else {
+        S.cur = j;
+        threadIdx = S.fibers[j].tid;
+        Stack st = S.stacks[j];
+        transfer(&me.sp, S.fibers[j].sp, st.lo, st.size, dying);
+    }
+    /* resumed: whoever switched here set S.cur and threadIdx */
+}
+
+/* scheduler -> the fiber at position p */
+static void resume_at(int p) {
+    S.pos = p;
+    int i = S.order[p];
     S.cur = i;
-    set_builtins(f);
-#if EMU_ASAN
-    void *fake = nullptr;
+    threadIdx = S.fibers[i].tid;
     Stack st = S.stacks[i];
-    __sanitizer_start_switch_fiber(&fake, st.lo, st.size);
-    cuda_emu_switch(&S.sched_sp, f.sp);
-    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#else
-    cuda_emu_switch(&S.sched_sp, f.sp);
-#endif
-}
-
-/* fiber -> scheduler; returns when the scheduler resumes this fiber */
-static void yield() {
-    Fiber &f = S.fibers[S.cur];
-#if EMU_ASAN
-    void *fake = nullptr;
-    __sanitizer_start_switch_fiber(&fake, S.main_bottom, S.main_size);
-    cuda_emu_switch(&f.sp, S.sched_sp);
-    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#else
-    cuda_emu_switch(&f.sp, S.sched_sp);
-#endif
+    S.from_sched = true;
+    transfer(&S.sched_sp, S.fibers[i].sp, st.lo, st.size, false);
 }
 
 static void fiber_main() {
 #if EMU_ASAN
-    __sanitizer_finish_switch_fiber(nullptr, &S.main_bottom, &S.main_size);
+    const void *from_bottom;
+    size_t from_size;
+    __sanitizer_finish_switch_fiber(nullptr, &from_bottom, &from_size);
+    if (S.from_sched) { S.main_bottom = from_bottom; S.main_size = from_size; S.from_sched = false; }
 #endif
     S.body(S.ctx);
     Fiber &f = S.fibers[S.cur];
     f.state = F_DONE;
     S.done++;
-#if EMU_ASAN
-    __sanitizer_start_switch_fiber(nullptr, S.main_bottom, S.main_size);
-#endif
-    cuda_emu_switch(&f.sp, S.sched_sp);
+    S.warp_live[S.cur / 32]--;
+    hand_over(true);
     __builtin_unreachable();
 }
 
@@ -302,19 +331,19 @@ static std::string census() {
 }
 
 /* ---- warp operations ------------------------------------------------------------------------ */
-static void poison_bytes(unsigned char *p, size_t n) { memset(p, 0xff, n); }
-
 /* Try to complete the operation lane `me` waits at. Returns true when done
  * (every participant is runnable again with its result). */
 static bool try_complete(int me) {
     Fiber &f = S.fibers[me];
     WarpOp *op = f.op;
-    int warp0 = me & ~31, lane = me & 31;
+    int warp0 = me & ~31, lane = me & 31, w = me / 32;
     unsigned mask = op->mask;
     if (!(mask & (1u << lane)))
         fatal("%s: %s calls %s at %s:%d with mask 0x%08x, which does not name its own lane %d",
               op_name(op->kind), tid_str(f).c_str(), op_name(op->kind), op->file, op->line, mask,
               lane);
+    /* Quick answer for a mask naming the whole warp: not everyone is here. */
+    if ((mask & S.warp_exist[w]) == S.warp_exist[w] && S.warp_wait[w] < S.warp_live[w]) return false;
     unsigned group = 0;
     for (int l = 0; l < 32; l++) {
         if (!(mask & (1u << l))) continue;
@@ -383,8 +412,15 @@ static bool try_complete(int me) {
             case W_SHFL_DOWN: src = l + o->arg; if (src > end) src = l; break;
             case W_SHFL_XOR: src = l ^ (o->arg & 31); if (src > end) src = l; break;
             }
-            if (group & (1u << src)) memcpy(o->out, S.fibers[warp0 + src].op->val, o->size);
-            else poison_bytes(o->out, o->size);   /* undefined on a GPU */
+            /* 16-byte copies inline (no library call in the inner loop) */
+            uint64_t *dst = (uint64_t *)o->out;
+            if (group & (1u << src)) {
+                const uint64_t *v = (const uint64_t *)S.fibers[warp0 + src].op->val;
+                dst[0] = v[0];
+                dst[1] = v[1];
+            } else {
+                dst[0] = dst[1] = ~(uint64_t)0;   /* undefined on a GPU: 0xff bytes */
+            }
         } else if (kind == W_MATCH_ANY) {
             unsigned m = 0;
             for (int k = 0; k < 32; k++)
@@ -394,16 +430,19 @@ static bool try_complete(int me) {
             o->result = acc;
         }
         g.state = F_READY;
+        S.warp_wait[w]--;
     }
     return true;
 }
 
 void warp_op(WarpOp *op) {
     if (!in_kernel()) fatal("%s called outside a kernel (%s:%d)", op_name(op->kind), op->file, op->line);
-    Fiber &f = S.fibers[S.cur];
+    int me = S.cur;
+    Fiber &f = S.fibers[me];
     f.op = op;
     f.state = F_WARP;
-    if (!try_complete(S.cur)) yield();
+    S.warp_wait[me / 32]++;
+    if (!try_complete(me)) hand_over(false);
     f.op = nullptr;   /* kept only while waiting */
 }
 
@@ -417,6 +456,8 @@ unsigned activemask() {
 }
 
 /* ---- block barrier ------------------------------------------------------------------------------ */
+static void release_barrier();
+
 static int barrier_wait(int kind, int pred, const char *file, int line) {
     if (!in_kernel()) fatal("__syncthreads() called outside a kernel (%s:%d)", file, line);
     Fiber &f = S.fibers[S.cur];
@@ -425,7 +466,10 @@ static int barrier_wait(int kind, int pred, const char *file, int line) {
     f.bar_line = line;
     f.bar_kind = kind;
     f.bar_pred = pred;
-    yield();
+    S.at_barrier++;
+    /* The last one in releases the block (or reports why it cannot). */
+    if (S.at_barrier + S.done == S.n) release_barrier();
+    hand_over(false);
     return f.bar_result;
 }
 
@@ -434,43 +478,55 @@ int syncthreads_reduce(int kind, int pred, const char *file, int line) {
     return barrier_wait(kind, pred, file, line);
 }
 
-/* Called when nothing can run: release the barrier if the whole block is at
- * it; otherwise explain why the block is stuck. */
-static void release_or_report() {
-    int at_bar = 0, at_warp = 0;
-    for (int i = 0; i < S.n; i++) {
-        at_bar += S.fibers[i].state == F_BARRIER;
-        at_warp += S.fibers[i].state == F_WARP;
+/* Every live thread is at a barrier: release them, unless some exited
+ * (they will never arrive) or they wait at different barriers. */
+static void release_barrier() {
+    if (S.done > 0)
+        fatal("__syncthreads() is waited for by %d thread%s, but %d thread%s of the block "
+              "already exited, so a GPU would hang or misbehave (a barrier after an early "
+              "return, or inside a branch not all threads take): %s",
+              S.at_barrier, S.at_barrier == 1 ? "" : "s", S.done, S.done == 1 ? "" : "s",
+              census().c_str());
+    const Fiber &a = S.fibers[0];
+    for (int i = 1; i < S.n; i++) {
+        const Fiber &b = S.fibers[i];
+        if (b.bar_line != a.bar_line || b.bar_kind != a.bar_kind ||
+            (b.bar_file != a.bar_file && strcmp(b.bar_file, a.bar_file) != 0))
+            fatal("threads wait at different barriers: %s (a barrier inside a branch that "
+                  "the threads of the block do not all take): %s",
+                  b.bar_kind != a.bar_kind ? "different __syncthreads variants"
+                                           : "two __syncthreads() lines",
+                  census().c_str());
     }
-    if (at_bar > 0 && at_warp == 0 && S.done == 0) {
-        const Fiber &a = S.fibers[0];
-        for (int i = 1; i < S.n; i++) {
-            const Fiber &b = S.fibers[i];
-            if (b.bar_line != a.bar_line || strcmp(b.bar_file, a.bar_file) != 0 ||
-                b.bar_kind != a.bar_kind)
-                fatal("threads wait at different barriers: %s (a barrier inside a branch that "
-                      "the threads of the block do not all take): %s",
-                      b.bar_kind != a.bar_kind ? "different __syncthreads variants"
-                                               : "two __syncthreads() lines",
-                      census().c_str());
-        }
+    int r = 0;
+    if (a.bar_kind >= 0) {
         int count = 0, all = 1, any = 0;
         for (int i = 0; i < S.n; i++) {
             int p = S.fibers[i].bar_pred != 0;
             count += p; all &= p; any |= p;
         }
-        int r = a.bar_kind == 0 ? count : a.bar_kind == 1 ? all : any;
-        for (int i = 0; i < S.n; i++) {
-            S.fibers[i].bar_result = r;
-            S.fibers[i].state = F_READY;
-        }
-        return;
+        r = a.bar_kind == 0 ? count : a.bar_kind == 1 ? all : any;
     }
-    if (at_bar > 0 && at_warp == 0)
-        fatal("__syncthreads() is waited for by %d thread%s, but %d thread%s of the block "
-              "already exited, so a GPU would hang or misbehave (a barrier after an early "
-              "return, or inside a branch not all threads take): %s",
-              at_bar, at_bar == 1 ? "" : "s", S.done, S.done == 1 ? "" : "s", census().c_str());
+    for (int i = 0; i < S.n; i++) {
+        S.fibers[i].bar_result = r;
+        S.fibers[i].state = F_READY;
+    }
+    S.at_barrier = 0;
+    S.pos = S.n - 1;   /* the schedule starts over: its first thread runs next */
+}
+
+/* Nothing can run: complete warp operations whose missing lanes have
+ * exited, or explain why the block is stuck. */
+static void unstick() {
+    bool woke = false;
+    for (int i = 0; i < S.n; i++)
+        if (S.fibers[i].state == F_WARP && try_complete(i)) woke = true;
+    if (woke) return;
+    if (S.at_barrier > 0 && S.at_barrier + S.done == S.n) release_barrier();   /* reports */
+    if (S.at_barrier > 0 && S.done > 0)
+        fatal("__syncthreads() is waited for by %d thread%s while %d thread%s of the block "
+              "exited and the others wait at warp operations: %s", S.at_barrier,
+              S.at_barrier == 1 ? "" : "s", S.done, S.done == 1 ? "" : "s", census().c_str());
     fatal("deadlock: no thread of the block can go on (a warp operation waits for a lane that "
           "sits at a barrier, or masks name lanes that never arrive): %s",
           census().c_str());
@@ -527,29 +583,31 @@ static void run_block() {
         f.op = nullptr;
         f.bar_file = "";
         f.bar_line = 0;
+        f.bar_kind = -1;
+    }
+    int warps = (n + 31) / 32;
+    S.warp_exist.assign(warps, 0);
+    S.warp_live.assign(warps, 0);
+    S.warp_wait.assign(warps, 0);
+    for (int i = 0; i < n; i++) {
+        S.warp_exist[i / 32] |= 1u << (i % 32);
+        S.warp_live[i / 32]++;
     }
     S.done = 0;
+    S.at_barrier = 0;
     if (S.dyn) memset(S.dyn, 0xff, S.dyn_bytes);
     S.order.resize(n);
     for (int i = 0; i < n; i++) S.order[i] = S.schedule == 1 ? n - 1 - i : i;
-    for (;;) {
-        if (S.schedule == 2) std::shuffle(S.order.begin(), S.order.end(), S.rng);
-        bool ran = false;
-        for (int k = 0; k < n; k++) {
-            int i = S.order[k];
-            if (S.fibers[i].state == F_READY) {
-                resume(i);
-                ran = true;
-            }
+    if (S.schedule == 2) std::shuffle(S.order.begin(), S.order.end(), S.rng);
+    S.pos = n - 1;
+    while (S.done < n) {
+        int j = next_ready();
+        if (j < 0) {
+            unstick();
+            continue;
         }
-        if (S.done == n) break;
-        if (ran) continue;
-        /* Lanes that exited may have completed a warp group. */
-        bool woke = false;
-        for (int i = 0; i < n; i++)
-            if (S.fibers[i].state == F_WARP && try_complete(i)) woke = true;
-        if (woke) continue;
-        release_or_report();
+        resume_at(S.pos);
+        /* back here when no fiber could run, or all finished */
     }
     free_block_shared();
 }

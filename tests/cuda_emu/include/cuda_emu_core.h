@@ -44,10 +44,10 @@ struct WarpOp {
     int arg;                 /* srcLane, delta or laneMask */
     int width;
     int is_signed;           /* for __reduce_min/max_sync */
-    unsigned char val[16];   /* this lane's value */
+    alignas(8) unsigned char val[16];   /* this lane's value */
     size_t size;
     unsigned long long pred; /* vote predicate / reduce operand */
-    unsigned char out[16];   /* shuffle result */
+    alignas(8) unsigned char out[16];   /* shuffle result */
     unsigned long long result;
     const char *file;
     int line;
