@@ -9,6 +9,9 @@
  * Scratch buffers are static and grow on demand: a rank calls ops from one
  * thread. */
 #include <cblas.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -124,6 +127,18 @@ static inline float vexp(float x) {
     float scale;
     memcpy(&scale, &e, 4);
     return p * scale;
+}
+
+/* x = sqrt(x), correctly rounded as sqrtf. gcc vectorises sqrtf only under
+ * -fno-math-errno, so the vector forms are spelled out. */
+static inline void vsqrt(float *x, int n) {
+    int i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_sqrt_ps(_mm512_loadu_ps(x + i)));
+#elif defined(__AVX__)
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
+#endif
+    for (; i < n; i++) x[i] = sqrtf(x[i]);
 }
 
 /* Element-wise ops run on fp32 tiles: fp32 buffers directly, bf16 ones
@@ -526,25 +541,49 @@ void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
 
 double cpu_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
     (void)d;
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) { double v = ld(x, t, i); sum += v * v; }
+    double acc[LANES] = {0}, sum = 0.0;   /* independent partial sums: vectorised */
+    float bx[TILE];
+    for (size_t i0 = 0; i0 < n; i0 += TILE) {
+        int m = n - i0 < TILE ? (int)(n - i0) : TILE;
+        const float *X = tile_in(x, t, i0, m, bx);
+        int j = 0;
+        for (; j + LANES <= m; j += LANES)
+            for (int k = 0; k < LANES; k++) acc[k] += (double)X[j + k] * X[j + k];
+        for (; j < m; j++) sum += (double)X[j] * X[j];
+    }
+    for (int k = 0; k < LANES; k++) sum += acc[k];
     return sum;
 }
 
+/* AdamW touches 32 bytes per parameter and should run at memory speed, not
+ * at the speed of scalar square roots: a tile at a time, in two vectorised
+ * passes around vsqrt. */
 void cpu_adamw(const device_t *d, float *master, float *m, float *v, const float *grad,
                void *working, dtype_t working_t, size_t n, float lr, float beta1, float beta2,
                float eps, float wd, float grad_scale, int step) {
     (void)d;
     const float c1 = (float)(1.0 - pow((double)beta1, step));
     const float c2 = (float)(1.0 - pow((double)beta2, step));
-    const float decay = 1.0f - lr * wd;
-    for (size_t i = 0; i < n; i++) {
-        float g = grad[i] * grad_scale;
-        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-        float p = master[i] * decay;
-        p = p - lr * (m[i] / c1) / (sqrtf(v[i] / c2) + eps);
-        master[i] = p;
-        if (working) st(working, working_t, i, p);
+    const float decay = 1.0f - lr * wd, a1 = 1.0f - beta1, a2 = 1.0f - beta2;
+    float den[TILE], bw[TILE];
+    for (size_t i0 = 0; i0 < n; i0 += TILE) {
+        const int cnt = n - i0 < TILE ? (int)(n - i0) : TILE;
+        float *restrict P = master + i0, *restrict M = m + i0, *restrict Vv = v + i0;
+        const float *restrict G = grad + i0;
+        float *restrict W = working && working_t == DT_F32 ? (float *)working + i0 : bw;
+        for (int i = 0; i < cnt; i++) {
+            const float g = G[i] * grad_scale;
+            M[i] = beta1 * M[i] + a1 * g;
+            Vv[i] = beta2 * Vv[i] + a2 * g * g;
+            den[i] = Vv[i] / c2;
+        }
+        vsqrt(den, cnt);
+        for (int i = 0; i < cnt; i++) {
+            float p = P[i] * decay;
+            p = p - lr * (M[i] / c1) / (den[i] + eps);
+            P[i] = p;
+            W[i] = p;
+        }
+        if (working && working_t != DT_F32) tile_store(working, working_t, i0, cnt, bw);
     }
 }
