@@ -524,7 +524,15 @@ void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtyp
         if (dst != src) memmove(dst, src, n * dtype_size(src_t));
         return;
     }
-    for (size_t i = 0; i < n; i++) st(dst, dst_t, i, ld(src, src_t, i));
+    if (src_t == DT_F32) {   /* fp32 -> bf16 */
+        const float *x = src;
+        bf16_t *y = dst;
+        for (size_t i = 0; i < n; i++) y[i] = f32_to_bf16(x[i]);
+    } else {                 /* bf16 -> fp32 */
+        const bf16_t *x = src;
+        float *y = dst;
+        for (size_t i = 0; i < n; i++) y[i] = bf16_to_f32(x[i]);
+    }
 }
 
 void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
