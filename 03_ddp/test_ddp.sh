@@ -140,11 +140,11 @@ learns)  # the loss falls well below the corpus's unigram entropy
     awk -v l="$loss" -v h="$h" 'BEGIN { exit !(l < h - 1.0) }' || { echo "error: loss not 1 nat below the unigram entropy"; exit 1; }
     ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
-    # against the CPU's 1-rank run; 2 steps (the emulator is slow).
+    # against the CPU's 1-rank run, 6 steps.
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6
-    ./03_ddp/ddp "${TINY[@]}" --device cpu --steps 2 "$@" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
+    ./03_ddp/ddp "${TINY[@]}" --device cpu --steps 6 "$@" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" build/emu/ddp "${TINY[@]}" --device cuda \
-            --comm "$comm" --steps 2 --bucket-mb 0.01 "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
+            --comm "$comm" --steps 6 --bucket-mb 0.01 "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1
     fi
     grep '^device\|^weights.*after' "$dir/gpu.log"
