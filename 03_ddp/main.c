@@ -18,11 +18,13 @@
  * data is a pure function of (seed, step), so resuming at step s continues
  * exactly as an uninterrupted run would, on any number of ranks that divides
  * the global batch. */
+#include <cblas.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "args.h"
 #include "check.h"
@@ -266,8 +268,16 @@ int main(int argc, char **argv) {
     say("optim:   AdamW lr %.3g (warm-up %d, cosine to %.3g at step %d), clip %.3g, %d steps\n",
         o.lr, o.warmup, o.lr / 10, o.steps, o.clip, o.steps);
     say("data:    %s\n", data.desc);
-    if (dev.kind == DEV_CPU && o.peak <= 0)
-        say("peak:    %s per rank\n", perf_cpu_peak(dev.threads)->formula);
+    if (dev.kind == DEV_CPU) {
+        /* The measured peak uses the widest FMAs the CPU has; an OpenBLAS
+         * older than the CPU falls back to its AVX2 kernels, half as wide. */
+        const char *core = openblas_get_corename();
+        int avx2 = strcasecmp(core, "Haswell") == 0 || strcasecmp(core, "Zen") == 0;
+        say("blas:    OpenBLAS %s kernels%s\n", core,
+            avx2 && __builtin_cpu_supports("avx512f")
+                ? " (AVX2 on an AVX-512 CPU: OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels)" : "");
+        if (o.peak <= 0) say("peak:    %s per rank\n", perf_cpu_peak(dev.threads)->formula);
+    }
     say("MFU:     6 N_matmul + 12 L C T = %.4g MFLOP per token (matmuls, forward + backward) "
         "/ (%d x peak)\n", flops_tok / 1e6, dp);
 
