@@ -18,7 +18,7 @@ EMU_MPI_COMPILE := $(shell $(MPICC) --showme:compile 2>/dev/null)
 EMU_MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null)
 EMU_INC := -I$(EMU)/common -Itests/cuda_emu/include -Icommon -I. $(EMU_MPI_COMPILE)
 EMU_CXXFLAGS := -std=c++17 -O1 -g $(EMU_SAN) -DCUDA_EMU -DUSE_CUDA -DOMPI_SKIP_MPICXX=1 \
-                -Wall -Wno-unused-parameter -Wno-unused-function -MMD -MP
+                -Wall -Wno-unused-parameter -Wno-unused-function -Wno-unknown-pragmas -MMD -MP
 EMU_CFLAGS := -std=gnu11 -O1 -g $(EMU_SAN) -DUSE_CUDA -Wall -Wno-unused-parameter \
               -fno-strict-aliasing -Icommon -I. -MMD -MP
 EMU_LDLIBS := $(EMU_MPI_LINK) -lopenblas -lm -lpthread
@@ -41,6 +41,9 @@ $(EMU)/%.cuh: %.cuh $(EMU_REWRITE)
 $(EMU)/%.cu.cc: %.cu $(EMU_REWRITE)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $@
+
+# Keep the rewritten sources (the dependency files name them).
+.PRECIOUS: $(EMU)/%.cu.cc $(EMU)/%.cuh
 
 $(EMU)/%.cu.o: $(EMU)/%.cu.cc $(EMU_CUH)
 	g++ -x c++ $(EMU_CXXFLAGS) -iquote $(dir $*) $(EMU_INC) -c $< -o $@

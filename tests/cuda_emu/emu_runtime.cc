@@ -30,8 +30,41 @@
 #include <set>
 
 #if defined(__SANITIZE_ADDRESS__)
-/* Open MPI never frees some of its memory: leaks are not what these tests judge. */
-extern "C" const char *__asan_default_options() { return "detect_leaks=0"; }
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+
+/* Open MPI never frees some of its memory: leaks are not what these tests
+ * judge. The shadow-byte legend is left out so that the end of a report,
+ * which the test runner shows, holds the emulator's summary line. */
+extern "C" const char *__asan_default_options() { return "detect_leaks=0:print_legend=0"; }
+
+namespace cuda_emu {
+int current_kernel(const char **name, const char **file, int *line, uint3 *block, uint3 *thread);
+}
+
+/* When a sanitizer stops the program, finish with one line that names the
+ * kernel, block and thread the report came from. */
+static void sanitizer_died() {
+    const char *name, *file;
+    int line;
+    uint3 b, t;
+    const char *what = __asan_get_report_description();
+    char where[512] = "";
+    if (__asan_get_report_pc())
+        __sanitizer_symbolize_pc(__asan_get_report_pc(), "%s:%l in %f", where, sizeof where);
+    if (cuda_emu::current_kernel(&name, &file, &line, &b, &t))
+        fprintf(stderr, "error: cuda_emu: %s%s%s in kernel %s (launched at %s:%d), block (%u,%u,%u), "
+                "thread (%u,%u,%u); the sanitizer's report is above\n",
+                what ? what : "a sanitizer error", *where ? " at " : "", where, name, file, line,
+                b.x, b.y, b.z, t.x, t.y, t.z);
+    else
+        fprintf(stderr, "error: cuda_emu: %s%s%s outside any kernel; the sanitizer's report is above\n",
+                what ? what : "a sanitizer error", *where ? " at " : "", where);
+}
+
+__attribute__((constructor)) static void register_death_callback() {
+    __sanitizer_set_death_callback(sanitizer_died);
+}
 #endif
 
 namespace cuda_emu {

@@ -7,15 +7,21 @@
  * per switch). AddressSanitizer is told about every switch, so it checks
  * stack accesses against the right stack.
  *
- * Threads run in turn, in order (EMU_SCHEDULE=reverse or =shuffle picks
- * other orders, for threads and for blocks); a fiber runs until it waits at
- * __syncthreads() or at a warp operation, or finishes, and then hands over
- * straight to the next runnable fiber. The last lane to reach a warp
- * operation completes it for the whole group and goes on; the last thread to
- * reach a barrier releases the block, and thread 0 (in the schedule's order)
- * runs first after it. When nothing can run, the scheduler (the launching
- * thread's own stack) completes warp operations whose missing lanes have
- * exited, or reports the deadlock.
+ * A fiber runs until it waits at __syncthreads() or at a warp operation, or
+ * finishes, and then hands over straight to the next runnable fiber: first
+ * the next lane of its own warp, then the next warp. So a warp runs as far
+ * ahead of the others as it can (to the next __syncthreads()), the way one
+ * warp can outrun the rest on a GPU, and within a warp one lane runs ahead
+ * of the next until a warp operation: both expose a missing barrier or
+ * __syncwarp(). The last lane to reach a warp operation completes it for the
+ * whole group and goes on; the last thread to reach a barrier releases the
+ * block and the schedule starts over from its first warp. EMU_SCHEDULE picks
+ * the order: forward (warps and lanes in order, the default), reverse,
+ * shuffle (random, EMU_SEED), or interleave (one thread after another across
+ * the whole block, warps advancing together); blocks follow the same order.
+ * When nothing can run, the scheduler (the launching thread's own stack)
+ * completes warp operations whose missing lanes have exited, or reports the
+ * deadlock.
  *
  * This file holds no user data, so the build compiles it without the
  * sanitizers (it is the emulator's inner loop); it tells AddressSanitizer
@@ -106,7 +112,11 @@ static struct {
     std::vector<Fiber> fibers;
     int n, done, cur;
     int pos;                        /* position of cur in order */
-    std::vector<int> order;         /* fiber ids in schedule order */
+    std::vector<int> order;         /* fiber ids in schedule order (interleave) */
+    std::vector<int> worder;        /* warps in schedule order */
+    int lorder[32], lpos[32];       /* lanes in schedule order, and the inverse */
+    int wpos;                       /* position of cur's warp in worder */
+    bool restart;                   /* next pick starts from the first warp */
     int at_barrier;
     /* per warp: lanes that exist, lanes not exited, lanes waiting at a warp op */
     std::vector<unsigned> warp_exist;
@@ -122,7 +132,7 @@ static struct {
     /* stacks */
     std::vector<Stack> stacks;
     size_t stack_size;
-    int schedule;          /* 0 forward, 1 reverse, 2 shuffle */
+    int schedule;          /* 0 forward, 1 reverse, 2 shuffle, 3 interleave */
     std::mt19937 rng;
     bool configured;
     const void *main_bottom;
@@ -158,6 +168,17 @@ void fatal(const char *fmt, ...) {
     die_now();
 }
 
+/* The kernel, block and thread running now (for reports); 0 outside kernels. */
+int current_kernel(const char **name, const char **file, int *line, uint3 *block, uint3 *thread) {
+    if (!in_kernel()) return 0;
+    *name = S.name;
+    *file = S.file;
+    *line = S.line;
+    *block = blockIdx;
+    *thread = S.fibers[S.cur].tid;
+    return 1;
+}
+
 static void configure() {
     if (S.configured) return;
     S.configured = true;
@@ -167,8 +188,9 @@ static void configure() {
     S.schedule = 0;
     if (sch && strcmp(sch, "reverse") == 0) S.schedule = 1;
     else if (sch && strcmp(sch, "shuffle") == 0) S.schedule = 2;
+    else if (sch && strcmp(sch, "interleave") == 0) S.schedule = 3;
     else if (sch && *sch && strcmp(sch, "forward") != 0)
-        fatal("EMU_SCHEDULE=%s: expected forward, reverse or shuffle", sch);
+        fatal("EMU_SCHEDULE=%s: expected forward, reverse, shuffle or interleave", sch);
     const char *seed = getenv("EMU_SEED");
     S.rng.seed(seed ? (unsigned)atoi(seed) : 12345u);
 }
@@ -222,13 +244,38 @@ static void transfer(void **save, void *to, const void *bottom, size_t size, boo
 #endif
 }
 
-/* The next runnable fiber after position S.pos in schedule order, or -1. */
+/* The next runnable fiber, or -1: the next lane of the current warp (in
+ * lane order, wrapping around), else the first runnable lane of the next
+ * warps (in warp order). interleave: the next thread of the block. */
 static int next_ready() {
     int n = S.n;
-    for (int k = 1; k <= n; k++) {
-        int p = S.pos + k;
-        if (p >= n) p -= n;
-        if (S.fibers[S.order[p]].state == F_READY) { S.pos = p; return S.order[p]; }
+    if (S.schedule == 3) {
+        for (int k = 1; k <= n; k++) {
+            int p = S.restart ? k - 1 : S.pos + k;
+            if (p >= n) p -= n;
+            if (S.fibers[S.order[p]].state == F_READY) { S.pos = p; S.restart = false; return S.order[p]; }
+        }
+        return -1;
+    }
+    int W = (int)S.worder.size(), start = 0;
+    if (!S.restart && S.cur >= 0) {
+        int w = S.cur / 32, lp = S.lpos[S.cur % 32];
+        for (int k = 1; k <= 32; k++) {
+            int id = w * 32 + S.lorder[(lp + k) & 31];
+            if (id < n && S.fibers[id].state == F_READY) return id;
+        }
+        start = S.wpos + 1;
+    }
+    for (int k = 0; k < W; k++) {
+        int wi = (start + k) % W, w = S.worder[wi];
+        for (int j = 0; j < 32; j++) {
+            int id = w * 32 + S.lorder[j];
+            if (id < n && S.fibers[id].state == F_READY) {
+                S.wpos = wi;
+                S.restart = false;
+                return id;
+            }
+        }
     }
     return -1;
 }
@@ -250,10 +297,8 @@ static void hand_over(bool dying) {
     /* resumed: whoever switched here set S.cur and threadIdx */
 }
 
-/* scheduler -> the fiber at position p */
-static void resume_at(int p) {
-    S.pos = p;
-    int i = S.order[p];
+/* scheduler -> fiber i (just picked by next_ready) */
+static void resume(int i) {
     S.cur = i;
     threadIdx = S.fibers[i].tid;
     Stack st = S.stacks[i];
@@ -512,7 +557,7 @@ static void release_barrier() {
         S.fibers[i].state = F_READY;
     }
     S.at_barrier = 0;
-    S.pos = S.n - 1;   /* the schedule starts over: its first thread runs next */
+    S.restart = true;   /* the schedule starts over: its first thread runs next */
 }
 
 /* Nothing can run: complete warp operations whose missing lanes have
@@ -598,15 +643,24 @@ static void run_block() {
     if (S.dyn) memset(S.dyn, 0xff, S.dyn_bytes);
     S.order.resize(n);
     for (int i = 0; i < n; i++) S.order[i] = S.schedule == 1 ? n - 1 - i : i;
-    if (S.schedule == 2) std::shuffle(S.order.begin(), S.order.end(), S.rng);
-    S.pos = n - 1;
+    S.worder.resize(warps);
+    for (int w = 0; w < warps; w++) S.worder[w] = S.schedule == 1 ? warps - 1 - w : w;
+    for (int l = 0; l < 32; l++) S.lorder[l] = S.schedule == 1 ? 31 - l : l;
+    if (S.schedule == 2) {
+        std::shuffle(S.order.begin(), S.order.end(), S.rng);
+        std::shuffle(S.worder.begin(), S.worder.end(), S.rng);
+        std::shuffle(S.lorder, S.lorder + 32, S.rng);
+    }
+    for (int l = 0; l < 32; l++) S.lpos[S.lorder[l]] = l;
+    S.restart = true;
+    S.cur = -1;
     while (S.done < n) {
         int j = next_ready();
         if (j < 0) {
             unstick();
             continue;
         }
-        resume_at(S.pos);
+        resume(j);
         /* back here when no fiber could run, or all finished */
     }
     free_block_shared();
