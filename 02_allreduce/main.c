@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv, &d);
 
     common_args_t ca = COMMON_ARGS_DEFAULT;
-    size_t minbytes = 4, maxbytes = 64u << 20, chunk = 256u << 10;
+    size_t minbytes = 4, maxbytes = 64u << 20, chunk = 512u << 10;   /* fits L2 with room to spare */
     double stepfactor = 2;
     int iters = 20, warmup = 5, root = 0, check_on = 0, check_off = 0, corrupt = 0;
     const char *op_s = "allreduce", *algo_s = "all", *dtype_s = "fp32";
@@ -157,8 +157,8 @@ int main(int argc, char **argv) {
         {"op", ARG_CHOICE, &op_s, "collective to measure",
          "allreduce|reduce_scatter|allgather|broadcast|reduce|scatter|gather|alltoall|all", 0, 0},
         {"algo", ARG_CHOICE, &algo_s,
-         "algorithm: parameter server, binomial tree, recursive doubling, ring, "
-         "pairwise (all-to-all), the library's own (--comm), or every one the op has",
+         "ps: parameter server, tree: binomial, rd: recursive doubling, pairwise: "
+         "all-to-all, lib: MPI's or NCCL's own (--comm), all: each the op has",
          "ps|tree|rd|ring|pairwise|lib|all", 0, 0},
         {"dtype", ARG_CHOICE, &dtype_s, "element type", "fp32|bf16", 0, 0},
         {"minbytes", ARG_BYTES, &minbytes, "smallest size (nccl-tests -b)", NULL, 1, 1099511627776.0},
