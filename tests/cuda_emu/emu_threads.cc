@@ -585,7 +585,7 @@ void *shared_var(const void *key, size_t size, size_t align, const char *name) {
     if (!in_kernel()) fatal("__shared__ variable %s used outside a kernel", name);
     for (auto &v : S.vars)
         if (v.key == key) return v.p;
-    if (align < 16) align = 16;
+    if (align < 256) align = 256;   /* covers any __align__ the rewrite dropped */
     void *p = nullptr;
     if (posix_memalign(&p, align, size ? size : 1) != 0) fatal("out of memory for __shared__ %s", name);
     memset(p, 0xff, size);   /* uninitialised shared memory: NaN as float, -1 as int */

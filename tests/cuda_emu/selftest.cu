@@ -299,6 +299,50 @@ TEST(cuda_emu_uninitialised_shared_memory_reads_as_nan_in_every_block) {
     cudaFree(d);
 }
 
+/* Every form of __shared__ declaration the build step rewrites: several
+ * declarators in one statement, a scalar, alignment specifiers, a pointer, a
+ * declaration over two lines, dynamic memory as bytes and as rows. */
+__global__ void shared_forms(int *out) {
+    __shared__ float a[4], b[8];
+    __shared__ int count;
+    __shared__ __align__(16) float4 quad[2];
+    __shared__ alignas(8) double wide[2];
+    __shared__ float *where;
+    __shared__ unsigned short
+        split[3];
+    extern __shared__ __align__(16) unsigned char raw[];
+    int t = threadIdx.x;
+    if (t < 4) a[t] = (float)t;
+    if (t < 8) b[t] = (float)(10 * t);
+    if (t == 0) { count = 0; where = &b[7]; quad[1].w = 5.0f; wide[1] = 0.25; split[2] = 7; }
+    ((float *)raw)[t] = (float)(100 + t);
+    __syncthreads();
+    atomicAdd(&count, 1);
+    __syncthreads();
+    float (*rows)[4] = reinterpret_cast<float (*)[4]>(raw);
+    if (t == 0) {
+        out[0] = (int)(a[3] + b[7]);                           /* 3 + 70 */
+        out[1] = count;                                        /* blockDim.x */
+        out[2] = (int)*where + (int)quad[1].w + (int)(4 * wide[1]) + split[2];   /* 70 + 5 + 1 + 7 */
+        out[3] = (int)rows[1][2];                              /* raw float 6 */
+        out[4] = (int)(((uintptr_t)quad % 16) == 0) + (int)(((uintptr_t)raw % 16) == 0);
+        out[5] = (int)(sizeof(a) + sizeof(b) + sizeof(quad));  /* 16 + 32 + 32 */
+    }
+}
+
+TEST(cuda_emu_every_form_of_shared_declaration_is_per_block_and_sized) {
+    int *d = dalloc<int>(6 * 3), h[6 * 3];
+    LAUNCH(shared_forms, 1, 32, 32 * sizeof(float), 0, d);
+    down(h, d, 6);
+    EXPECT_EQ_INT(h[0], 73);
+    EXPECT_EQ_INT(h[1], 32);
+    EXPECT_EQ_INT(h[2], 83);
+    EXPECT_EQ_INT(h[3], 106);
+    EXPECT_EQ_INT(h[4], 2);
+    EXPECT_EQ_INT(h[5], 80);
+    cudaFree(d);
+}
+
 /* ---- atomics ----------------------------------------------------------------------------------------------- */
 __global__ void histogram(const int *x, int *bins, float *fsum, int *imax, unsigned *cas_count, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
