@@ -139,10 +139,12 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
     p.ghz = clock_ghz();
     double per_cycle = p.flops / threads / (p.ghz * 1e9);
     p.flop_per_cycle = (int)(per_cycle + 0.5);
-    int units = (int)(per_cycle / (2.0 * lanes) + 0.5);
+    /* One FMA is 2 FLOP per lane; a core with two full-width FMA units does
+     * 4 x lanes per cycle. A figure well below that means the cores were
+     * shared (other processes, more ranks than cores) while measuring. */
     snprintf(p.formula, sizeof p.formula,
-             "%d core%s x %.2f GHz x %d FLOP/cycle (%d FMA unit%s x %d fp32 lanes x 2) = %.1f GFLOP/s measured",
-             threads, threads == 1 ? "" : "s", p.ghz, p.flop_per_cycle, units, units == 1 ? "" : "s",
+             "%d core%s x %.2f GHz x %d FLOP/cycle (%s FMA: %d fp32 lanes x 2 per unit) = %.1f GFLOP/s measured",
+             threads, threads == 1 ? "" : "s", p.ghz, p.flop_per_cycle, lanes == 16 ? "AVX-512" : "AVX2",
              lanes, p.flops / 1e9);
     cached = p;
     return &cached;
