@@ -23,7 +23,7 @@ void ddp_init(ddp_t *g, comm_t *comm, float *grads, size_t n, dtype_t wire,
     if (wire == DT_BF16) g->wire_buf = dev_alloc(g->dev, n * sizeof(bf16_t));
     g->max_buckets = 64;
     g->buckets = xcalloc((size_t)g->max_buckets, sizeof(ddp_bucket_t));
-    g->track = trace_track("comm");
+    g->work_track = trace_track("compute");
 }
 
 void ddp_free(ddp_t *g) {
@@ -56,12 +56,17 @@ static void launch(ddp_t *g, ddp_bucket_t *b) {
 
 static void completed(ddp_t *g, ddp_bucket_t *b, int index) {
     b->state = 2;
-    if (trace_on()) {
-        char name[TRACE_NAME];
-        snprintf(name, sizeof name, "allreduce b%d %.2f MB", index,
-                 b->count * dtype_size(g->wire) / 1e6);
-        trace_span(g->track, name, b->t_launch, now_s());
-    }
+    if (!trace_on()) return;
+    static const char *lane_name[4] = {"comm", "comm 2", "comm 3", "comm 4"};
+    int lane = 0;
+    while (lane < g->lanes && g->lane_end[lane] > b->t_launch) lane++;
+    if (lane == 4) lane = 3;   /* more than 4 at once: let the last lane overlap */
+    if (lane == g->lanes) g->lane_track[g->lanes++] = trace_track(lane_name[lane]);
+    double t = now_s();
+    g->lane_end[lane] = t;
+    char name[TRACE_NAME];
+    snprintf(name, sizeof name, "allreduce b%d %.2f MB", index, b->count * dtype_size(g->wire) / 1e6);
+    trace_span(g->lane_track[lane], name, b->t_launch, t);
 }
 
 /* Close the pending range into a bucket; start it now when overlapping. */
@@ -108,7 +113,9 @@ void ddp_grad_ready(void *ctx, size_t offset, size_t count) {
     if (g->overlap) progress(g);
     /* On the CPU this time was taken from the backward pass. On a GPU the
      * host only queued work; ddp_finish measures what the stream waited. */
-    if (g->dev->kind == DEV_CPU) g->exposed_s += now_s() - t0;
+    double t1 = now_s();
+    if (g->dev->kind == DEV_CPU) g->exposed_s += t1 - t0;
+    if (t1 - t0 > 20e-6) trace_span(g->work_track, "ddp: launch, MPI progress", t0, t1);
 }
 
 void ddp_finish(ddp_t *g) {

@@ -71,7 +71,11 @@ typedef struct {
     ddp_bucket_t *buckets;
     int nbuckets, max_buckets;
     double exposed_s;       /* this step: communication time not hidden */
-    int track;              /* trace track "comm" */
+    /* Tracing: buckets in flight overlap one another, so each goes to the
+     * first "comm" lane free at its launch; the host time the callbacks
+     * spend on communication shows on the "compute" track. */
+    int work_track, lanes, lane_track[4];
+    double lane_end[4];
 } ddp_t;
 
 /* grads: the model's flat fp32 gradient array (n elements, device).

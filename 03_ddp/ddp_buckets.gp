@@ -10,13 +10,12 @@ stats csv using 5 skip 1 nooutput name "G"
 stats csv using 6 skip 1 nooutput name "S"
 set title sprintf("03\\_ddp: step time against bucket size (%d ranks, %.1f MB of gradients per step)", \
                   R_max, G_max)
-set xlabel "bucket size (MiB, log scale; the default is 25)"
+set xlabel "bucket size (MiB, log scale; the default is 25); above each pair: buckets per step"
 set ylabel "time per step (ms)"
 set logscale x 2
 set xrange [*:*]
 set yrange [0:S_max * 1.45]
 set key inside top right horizontal maxcols 2
-set label 1 "number above a pair: buckets per step" at graph 0.01, graph 0.96 tc rgb "#555555" font ",9"
 set style fill solid 0.85 border lc rgb "#444444"
 
 # Each bucket size gets two bars, overlap off on the left and on on the

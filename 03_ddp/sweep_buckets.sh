@@ -3,8 +3,8 @@
 # against the bucket size, with overlap on and off; one row per run in
 # plots/data/ddp_buckets.csv (or $1), drawn by 03_ddp/ddp_buckets.gp.
 #
-# The model is chosen so that communication matters: many parameters (6.6M,
-# 26 MB of fp32 gradients, 3.2 MB per layer) and few tokens per step (2 x 16), so the
+# The model is chosen so that communication matters: many parameters (6.0M,
+# 24 MB of fp32 gradients, 3 MB per layer) and few tokens per step (2 x 16), so the
 # all-reduce is a visible share of the step, as it is on GPUs, where compute
 # is fast. Flags after the CSV name go to every run (e.g. --device cuda).
 #   NP=2 bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv
