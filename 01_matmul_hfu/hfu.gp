@@ -23,6 +23,7 @@ set logscale x 2
 set xtics ("16" 16, "32" 32, "64" 64, "128" 128, "256" 256, "512" 512, "1K" 1024, "2K" 2048, \
            "4K" 4096, "8K" 8192, "16K" 16384, "32K" 32768, "64K" 65536)
 set yrange [0:*]
+set offsets graph 0.03, graph 0.03, 0, 0   # keep the end points (and their tick labels) inside
 set mytics 2
 
 # Each line reads only its own rows; smooth unique sorts them by size and

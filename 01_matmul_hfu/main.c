@@ -347,7 +347,7 @@ int main(int argc, char **argv) {
     double peak_override = 0;
     arg_t flags[] = {
         COMMON_ARGS(c),
-        {"sizes", ARG_STRING, &sizes_s, "matrix sizes, e.g. 256,512,1K (default: CPU 128..2048, GPU 256..8192)", NULL, 0, 0},
+        {"sizes", ARG_STRING, &sizes_s, "matrix sizes, e.g. 256,512,1K (default: CPU 128..4096, GPU 256..8192)", NULL, 0, 0},
         {"variants", ARG_STRING, &variants_s, "comma list of variants, or all (those of the device)", NULL, 0, 0},
         {"iters", ARG_INT, &iters, "timed runs per variant and size (fewer once ~1 s is spent)", NULL, 1, 1e6},
         {"warmup", ARG_INT, &warmup, "untimed runs first", NULL, 0, 1e6},
@@ -379,7 +379,7 @@ int main(int argc, char **argv) {
         nsizes = ARRAY_LEN(def);
         memcpy(sizes, def, sizeof def);
     } else {
-        const long def[] = {128, 256, 512, 1024, 2048};
+        const long def[] = {128, 256, 512, 1024, 2048, 4096};
         nsizes = ARRAY_LEN(def);
         memcpy(sizes, def, sizeof def);
     }
