@@ -28,7 +28,7 @@ DEVICE ?= cpu
 MPICC ?= mpicc
 CFLAGS := -std=gnu11 -O3 -march=native -g -Wall -Wextra -Werror=implicit-function-declaration \
           -fno-strict-aliasing -Icommon -I. -MMD -MP
-LDLIBS := -lopenblas -lm -lpthread
+LDLIBS := -lopenblas -lm -lpthread -ldl
 NVCCFLAGS := -std=c++17 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -O3 -g -lineinfo -Icommon -I. -MMD -MP --Werror all-warnings \
              -Xcompiler -Wall,-Wextra,-Werror,-fno-strict-aliasing \
              -ccbin $(shell command -v g++ 2>/dev/null || echo g++) \

@@ -81,14 +81,17 @@ static void *fma_thread(void *arg) {
     return NULL;
 }
 
-/* FLOP/s of `threads` threads running the FMA loop at once. */
+/* FLOP/s of `threads` threads running the FMA loop at once: the best of 5
+ * runs of about 30 ms, so that a passing disturbance (another process, or
+ * OpenBLAS's worker threads still spinning after their last call) costs a
+ * run, not the answer. */
 static double fma_rate(int threads, int lanes) {
-    long iters = 4000000;
+    long iters = 20000000 / (lanes / 8);
     fma_job jobs[256];
     pthread_t tid[256];
     if (threads > 256) threads = 256;
     double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 5; rep++) {
         for (int t = 0; t < threads; t++) {
             jobs[t] = (fma_job){lanes, iters, 0, 0};
             pthread_create(&tid[t], NULL, fma_thread, &jobs[t]);

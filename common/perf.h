@@ -42,7 +42,7 @@ typedef struct {
     char formula[160];    /* "2 cores x 3.70 GHz x 32 FLOP/cycle = 236.8 GFLOP/s" */
 } cpu_peak_t;
 
-/* Measures once (about 0.3 s) and caches the result. */
+/* Measures once (about 0.5 s) and caches the result. */
 const cpu_peak_t *perf_cpu_peak(int threads);
 
 /* Peak FLOP/s of device d at precision p: the measured CPU peak (fp32; the
