@@ -37,6 +37,13 @@ static void temp_dir(char *out, size_t len) {
     ckpt_make_dir(out);
 }
 
+/* Remove this process's temporary tree (every test ends with it). */
+static void cleanup(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf /tmp/unit_ckpt_%d", (int)getpid());
+    if (system(cmd) != 0) UNIT_FAIL("could not remove the temporary directory");
+}
+
 static void save_one(const char *path, int seed, long step) {
     fake_t f;
     fill(&f, seed);
@@ -95,6 +102,7 @@ TEST(ckpt_round_trip) {
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     EXPECT(access(tmp, F_OK) != 0);   /* the temporary file was renamed */
+    cleanup();
 }
 
 TEST(ckpt_corrupt_byte_refused) {
@@ -109,6 +117,7 @@ TEST(ckpt_corrupt_byte_refused) {
         flip_byte(path, where[k]);
         expect_refused(path, 64, says[k]);
     }
+    cleanup();
 }
 
 TEST(ckpt_wrong_config_refused) {
@@ -125,6 +134,7 @@ TEST(ckpt_wrong_config_refused) {
     char err[512] = "";
     EXPECT(ckpt_load(&c, path, err, sizeof err) != 0 && strstr(err, "has no 'heads' setting"));
     printf("refusal: %s\n", err);
+    cleanup();
 }
 
 TEST(ckpt_truncated_refused) {
@@ -138,6 +148,7 @@ TEST(ckpt_truncated_refused) {
         if (truncate(path, sizes[k]) != 0) UNIT_FAIL("truncate failed");
         expect_refused(path, 64, says[k]);
     }
+    cleanup();
 }
 
 TEST(ckpt_foreign_file_refused) {
@@ -150,6 +161,7 @@ TEST(ckpt_foreign_file_refused) {
     expect_refused(path, 64, "bad magic");
     snprintf(path, sizeof path, "%s/missing.ckpt", dir);
     expect_refused(path, 64, "cannot be opened");
+    cleanup();
 }
 
 TEST(ckpt_wrong_blob_size_refused) {
@@ -166,6 +178,7 @@ TEST(ckpt_wrong_blob_size_refused) {
     char err[512] = "";
     EXPECT(ckpt_load(&c, path, err, sizeof err) != 0 && strstr(err, "this run expects"));
     printf("refusal: %s\n", err);
+    cleanup();
 }
 
 /* A process killed half-way through saving leaves the previous checkpoint
@@ -200,6 +213,7 @@ TEST(ckpt_crash_mid_save_keeps_previous) {
     EXPECT(memcmp(got.w, want.w, sizeof got.w) == 0);
     ckpt_prune(dir, 2);
     EXPECT(access(tmp, F_OK) != 0);
+    cleanup();
 }
 
 TEST(ckpt_latest_picks_highest_step_and_prune_keeps_two) {
@@ -222,4 +236,5 @@ TEST(ckpt_latest_picks_highest_step_and_prune_keeps_two) {
         int kept = access(path, F_OK) == 0, want = steps[k] >= 12;
         if (kept != want) UNIT_FAIL("step %ld: kept %d, expected %d", steps[k], kept, want);
     }
+    cleanup();
 }
