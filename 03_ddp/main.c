@@ -269,13 +269,16 @@ int main(int argc, char **argv) {
         o.lr, o.warmup, o.lr / 10, o.steps, o.clip, o.steps);
     say("data:    %s\n", data.desc);
     if (dev.kind == DEV_CPU) {
-        /* The measured peak uses the widest FMAs the CPU has; an OpenBLAS
-         * older than the CPU falls back to its AVX2 kernels, half as wide. */
+        /* The measured peak uses the widest FMAs the CPU has; AVX2 kernels
+         * (forced by OPENBLAS_CORETYPE, or an OpenBLAS older than the CPU)
+         * reach half of it on an AVX-512 CPU. */
         const char *core = openblas_get_corename();
+        const char *forced = getenv("OPENBLAS_CORETYPE");
         int avx2 = strcasecmp(core, "Haswell") == 0 || strcasecmp(core, "Zen") == 0;
-        say("blas:    OpenBLAS %s kernels%s\n", core,
+        say("blas:    OpenBLAS %s kernels%s%s%s\n", core,
             avx2 && __builtin_cpu_supports("avx512f")
-                ? " (AVX2 on an AVX-512 CPU: OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels)" : "");
+                ? " (AVX2 on an AVX-512 CPU: at most half the peak; OPENBLAS_CORETYPE=SkylakeX selects AVX-512 kernels)" : "",
+            forced ? ", set by OPENBLAS_CORETYPE=" : "", forced ? forced : "");
         if (o.peak <= 0) say("peak:    %s per rank\n", perf_cpu_peak(dev.threads)->formula);
     }
     say("MFU:     6 N_matmul + 12 L C T = %.4g MFLOP per token (matmuls, forward + backward) "

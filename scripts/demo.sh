@@ -22,6 +22,7 @@ if [ -x 02_allreduce/allreduce ]; then
 fi
 if [ -x 03_ddp/ddp ]; then
     step mpirun -np 2 ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
+    step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
 fi
 echo
 bash scripts/plots.sh
