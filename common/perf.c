@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -51,7 +52,8 @@ const gpu_peak_t *perf_gpu_lookup(const char *device_name) {
 /* ---- the CPU peak ---------------------------------------------------------- */
 /* FLOP/s: independent FMA chains, enough of them to cover the FMA latency on
  * every FMA port (12 chains x 4-cycle latency covers 2 ports with room).
- * Clock: a chain of dependent integer adds, one per cycle. */
+ * Clock: a chain of dependent integer adds, one per cycle. Both are timed in
+ * thread CPU time (see thread_seconds). */
 
 #define CHAINS 12
 #define FMA_BODY(V)                                                            \
@@ -73,35 +75,42 @@ __attribute__((target("avx512f"), noinline)) static float fma_avx512(long iters)
 
 typedef struct { int lanes; long iters; double seconds; float sink; } fma_job;
 
+/* Seconds this thread has run on a core: time the scheduler gave to other
+ * processes (or to OpenBLAS's worker threads, which spin for a while after
+ * each call) does not count, so the peak is the cores' own, even on a busy
+ * machine. */
+static double thread_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void *fma_thread(void *arg) {
     fma_job *j = arg;
-    double t0 = now_s();
+    double t0 = thread_seconds();
     j->sink = j->lanes == 16 ? fma_avx512(j->iters) : fma_avx2(j->iters);
-    j->seconds = now_s() - t0;
+    j->seconds = thread_seconds() - t0;
     return NULL;
 }
 
-/* FLOP/s of `threads` threads running the FMA loop at once: the best of 5
- * runs of about 30 ms, so that a passing disturbance (another process, or
- * OpenBLAS's worker threads still spinning after their last call) costs a
- * run, not the answer. */
+/* FLOP/s of `threads` threads running the FMA loop at once, each at the rate
+ * it reached while on a core; the best of 3 runs of about 30 ms. */
 static double fma_rate(int threads, int lanes) {
     long iters = 20000000 / (lanes / 8);
     fma_job jobs[256];
     pthread_t tid[256];
     if (threads > 256) threads = 256;
     double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
+    for (int rep = 0; rep < 3; rep++) {
         for (int t = 0; t < threads; t++) {
             jobs[t] = (fma_job){lanes, iters, 0, 0};
             pthread_create(&tid[t], NULL, fma_thread, &jobs[t]);
         }
-        double slowest = 0;
+        double flops = 0;
         for (int t = 0; t < threads; t++) {
             pthread_join(tid[t], NULL);
-            if (jobs[t].seconds > slowest) slowest = jobs[t].seconds;
+            flops += (double)iters * CHAINS * lanes * 2 / jobs[t].seconds;
         }
-        double flops = (double)threads * iters * CHAINS * lanes * 2 / slowest;
         if (flops > best) best = flops;
     }
     return best;
@@ -112,12 +121,12 @@ static double clock_ghz(void) {
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         uint64_t x = 0;
-        double t0 = now_s();
+        double t0 = thread_seconds();
         for (long i = 0; i < n; i += 8)
             __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
                              "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
                              : "+r"(x));
-        double ghz = (double)n / (now_s() - t0) / 1e9;
+        double ghz = (double)n / (thread_seconds() - t0) / 1e9;
         if (ghz > best) best = ghz;
     }
     return best;
@@ -143,8 +152,7 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
     double per_cycle = p.flops / threads / (p.ghz * 1e9);
     p.flop_per_cycle = (int)(per_cycle + 0.5);
     /* One FMA is 2 FLOP per lane; a core with two full-width FMA units does
-     * 4 x lanes per cycle. A figure well below that means the cores were
-     * shared (other processes, more ranks than cores) while measuring. */
+     * 4 x lanes per cycle, one with a single unit (or half-width units) 2 x. */
     snprintf(p.formula, sizeof p.formula,
              "%d core%s x %.2f GHz x %d FLOP/cycle (%s FMA: %d fp32 lanes x 2 per unit) = %.1f GFLOP/s measured",
              threads, threads == 1 ? "" : "s", p.ghz, p.flop_per_cycle, lanes == 16 ? "AVX-512" : "AVX2",

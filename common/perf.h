@@ -9,7 +9,8 @@
  * looked up by the name the CUDA runtime reports. A GPU not in the table has
  * no peak: utilisation is then printed as "peak unknown, pass --peak". The CPU
  * peak is measured: a short loop of independent FMAs on every thread of the
- * rank, reported as cores x GHz x FLOP per cycle. */
+ * rank, timed in thread CPU time (so a busy machine does not lower it),
+ * reported as cores x GHz x FLOP per cycle. */
 #ifndef PERF_H
 #define PERF_H
 
@@ -42,7 +43,7 @@ typedef struct {
     char formula[160];    /* "2 cores x 3.70 GHz x 32 FLOP/cycle = 236.8 GFLOP/s" */
 } cpu_peak_t;
 
-/* Measures once (about 0.5 s) and caches the result. */
+/* Measures once (about 0.3 s) and caches the result. */
 const cpu_peak_t *perf_cpu_peak(int threads);
 
 /* Peak FLOP/s of device d at precision p: the measured CPU peak (fp32; the
