@@ -134,12 +134,3 @@ void ddp_finish(ddp_t *g) {
     }
     g->exposed_s += dev_timer_stop_ms(&t) / 1e3;
 }
-
-double ddp_flops_per_token(const model_config_t *c) {
-    double C = c->dim, hd = (double)c->dim / c->heads;
-    double per_layer = C * hd * (c->heads + 2.0 * c->kv_heads)   /* wq, wk, wv */
-                     + hd * c->heads * C                         /* wo */
-                     + 3.0 * C * c->ffn;                         /* w1, w3, w2 */
-    double n_matmul = c->layers * per_layer + C * c->vocab;      /* + lm_head */
-    return 6.0 * n_matmul + 12.0 * c->layers * C * c->seq;
-}

@@ -93,16 +93,6 @@ void ddp_grad_ready(void *ctx, size_t offset, size_t count);
  * bucket. grads then hold the global batch's gradient on every rank. */
 void ddp_finish(ddp_t *g);
 
-/* Model FLOPs per token of one forward + backward, matmuls only, as in
- * Kaplan et al. 2020 (C = 6N per token) with the attention term of
- * Chowdhery et al. 2022 (PaLM, appendix B) and Narayanan et al. 2021:
- *     6 * N_matmul + 12 * layers * dim * seq
- * N_matmul counts every weight a matmul reads (q, k, v, o, w1, w3, w2 of every
- * layer and lm_head; not the embedding lookup or the norm gains); 12 L C T is
- * the score (q k^T) and mix (p v) products, 2 x 2 T C FLOPs per token and
- * layer forward, x 3 for forward + backward, counted over the full T x T
- * square as PaLM does. */
-double ddp_flops_per_token(const model_config_t *c);
 
 #ifdef __cplusplus
 }

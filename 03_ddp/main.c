@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
                                           hd * cfg.heads * cfg.dim + 3.0 * cfg.dim * cfg.ffn) +
                             (double)cfg.dim * cfg.vocab);
     }
-    double flops_tok = ddp_flops_per_token(&cfg);
+    double flops_tok = model_flops_per_token(&cfg);
     precision_t prec = (dev.kind == DEV_CUDA && dt == DT_BF16) ? PREC_BF16 : PREC_FP32;
     double peak = perf_peak(&dev, prec, o.peak);   /* per rank */
     say("03_ddp: distributed data parallel\n");

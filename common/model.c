@@ -78,6 +78,15 @@ size_t model_param_count(const model_config_t *c) {
     return lay.total;
 }
 
+double model_flops_per_token(const model_config_t *c) {
+    double C = c->dim, hd = (double)c->dim / c->heads;
+    double per_layer = C * hd * (c->heads + 2.0 * c->kv_heads)   /* wq, wk, wv */
+                     + hd * c->heads * C                         /* wo */
+                     + 3.0 * C * c->ffn;                         /* w1, w3, w2 */
+    double n_matmul = c->layers * per_layer + C * c->vocab;      /* + lm_head */
+    return 6.0 * n_matmul + 12.0 * c->layers * C * c->seq;
+}
+
 static int add_tensor(model_tensor_t *out, int max, int n, const char *name, size_t off,
                       size_t rows, size_t cols, int is_norm) {
     if (n < max) {

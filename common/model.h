@@ -63,6 +63,17 @@ int model_default_ffn(int dim);
 /* Parameters of the FULL model. */
 size_t model_param_count(const model_config_t *c);
 
+/* Model FLOPs per token of one forward + backward, matmuls only, as in
+ * Kaplan et al. 2020 (C = 6N per token) with the attention term of
+ * Chowdhery et al. 2022 (PaLM, appendix B) and Narayanan et al. 2021:
+ *     6 * N_matmul + 12 * layers * dim * seq
+ * N_matmul counts every weight a matmul reads (q, k, v, o, w1, w3, w2 of every
+ * layer and lm_head; not the embedding lookup or the norm gains); 12 L C T is
+ * the score (q k^T) and mix (p v) products, 2 x 2 T C FLOPs per token and
+ * layer forward, x 3 for forward + backward, counted over the full T x T
+ * square as PaLM does. */
+double model_flops_per_token(const model_config_t *c);
+
 /* ---- the flat layout -------------------------------------------------------
  * Offsets (in elements) into the flat array of a model holding layers
  * [first, last). Tensors of one layer are at layer_offset(l) + one of the
