@@ -7,7 +7,9 @@
 #   make clean
 # Knobs: CUDA=0 leaves the CUDA backend out (default: built when nvcc is
 # found on the PATH or in CUDA_HOME); CUDA_ARCH="80 90" picks GPU targets;
-# SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer.
+# SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer;
+# MARCH=x86-64-v3 (default native) builds binaries that also run on the other
+# machines of a cluster, whose CPUs may lack this one's instructions.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -23,10 +25,11 @@ CUDA := $(if $(wildcard $(NVCC)),1,0)
 endif
 CUDA_ARCH ?= 80 90
 SANITIZE ?= 0
+MARCH ?= native
 DEVICE ?= cpu
 
 MPICC ?= mpicc
-CFLAGS := -std=gnu11 -O3 -march=native -g -Wall -Wextra -Werror=implicit-function-declaration \
+CFLAGS := -std=gnu11 -O3 -march=$(MARCH) -g -Wall -Wextra -Werror=implicit-function-declaration \
           -fno-strict-aliasing -Icommon -I. -MMD -MP
 LDLIBS := -lopenblas -lm -lpthread -ldl
 NVCCFLAGS := -std=c++17 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -O3 -g -lineinfo -Icommon -I. -MMD -MP --Werror all-warnings \
@@ -50,7 +53,7 @@ endif
 # ...), so switching back and forth rebuilds nothing twice; the programs are
 # relinked whenever the configuration differs from the last build's.
 OBJ := build/obj-$(if $(filter 1,$(CUDA)),cuda,cpu)$(if $(filter 1,$(SANITIZE)),-asan)
-CONFIG := CUDA=$(CUDA) SANITIZE=$(SANITIZE) ARCH=$(CUDA_ARCH) CC=$(MPICC)
+CONFIG := CUDA=$(CUDA) SANITIZE=$(SANITIZE) ARCH=$(CUDA_ARCH) MARCH=$(MARCH) CC=$(MPICC)
 STAMP := build/config.stamp
 $(shell mkdir -p build; [ "$$(cat $(STAMP) 2>/dev/null)" = "$(CONFIG)" ] || echo '$(CONFIG)' > $(STAMP))
 

@@ -89,8 +89,8 @@ void device_finalize(device_t *d) {
 #define ON_GPU(d) ((d)->kind == DEV_CUDA)
 #else
 #define ON_GPU(d) ((void)(d), 0)
-#define cuda_alloc(b) NULL
-#define cuda_free(p) (void)(p)
+#define cuda_alloc(d, b) NULL
+#define cuda_free(d, p) (void)(p)
 #define cuda_memset0(d, p, b) (void)0
 #define cuda_copy(d, dst, src, b, w) (void)0
 #define cuda_sync(d) (void)0
@@ -99,12 +99,12 @@ void device_finalize(device_t *d) {
 #endif
 
 void *dev_alloc(const device_t *d, size_t bytes) {
-    if (ON_GPU(d)) return cuda_alloc(bytes);
+    if (ON_GPU(d)) return cuda_alloc(d, bytes);
     return xcalloc(1, bytes);
 }
 
 void dev_free(const device_t *d, void *p) {
-    if (ON_GPU(d)) cuda_free(p);
+    if (ON_GPU(d)) cuda_free(d, p);
     else free(p);
 }
 

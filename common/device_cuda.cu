@@ -44,15 +44,26 @@ extern "C" void cuda_device_close(device_t *d) {
     d->blas = d->stream = d->comm_stream = NULL;
 }
 
-extern "C" void *cuda_alloc(size_t bytes) {
+/* Zeroed on the compute stream, and finished before the buffer is handed
+ * out: both streams are non-blocking, so a plain cudaMemset (legacy default
+ * stream) would be ordered after nothing and could land AFTER the first
+ * writes to the buffer, wiping them. */
+extern "C" void *cuda_alloc(const device_t *d, size_t bytes) {
     void *p = NULL;
+    cudaStream_t s = (cudaStream_t)d->stream;
     CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
-    CUDA_CHECK(cudaMemset(p, 0, bytes ? bytes : 1));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
     return p;
 }
 
-extern "C" void cuda_free(void *p) {
-    if (p) CUDA_CHECK(cudaFree(p));
+/* Work queued on either stream may still read or write p: let it finish
+ * before the memory can be handed to someone else. */
+extern "C" void cuda_free(const device_t *d, void *p) {
+    if (!p) return;
+    CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)d->stream));
+    CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)d->comm_stream));
+    CUDA_CHECK(cudaFree(p));
 }
 
 extern "C" void cuda_memset0(const device_t *d, void *p, size_t bytes) {

@@ -15,8 +15,9 @@ extern "C" {
 int cuda_device_count(char *why, size_t len);
 void cuda_device_open(device_t *d, int gpu);   /* streams, cuBLAS handle, name */
 void cuda_device_close(device_t *d);
-void *cuda_alloc(size_t bytes);
-void cuda_free(void *p);
+/* Zeroed and complete on return; free waits for both streams first. */
+void *cuda_alloc(const device_t *d, size_t bytes);
+void cuda_free(const device_t *d, void *p);
 void cuda_memset0(const device_t *d, void *p, size_t bytes);
 /* A copy on the compute stream; wait = 1 returns only when it is done (for
  * copies that touch host memory: the caller reads or reuses it next). */
