@@ -435,7 +435,7 @@ double model_forward(model_t *m, const int *tokens, const int *targets, int B) {
         for (int i = 0; i < N; i++)
             if (tokens[i] < 0 || tokens[i] >= V) die("model_forward: token %d at %d outside [0, %d)", tokens[i], i, V);
         dev_from_host(d, m->tokens, tokens, (size_t)N * sizeof(int));
-        op_embedding_forward(d, t, m->tokens, W(m, lay->embedding), a->resid[0], N, C);
+        op_embedding_forward(d, t, m->tokens, W(m, lay->embedding), a->resid[0], N, C, 0, V);
     }
     for (int i = 0; i < a->n_layers; i++) {
         a->blocks[i].x = a->resid[i];
@@ -448,10 +448,14 @@ double model_forward(model_t *m, const int *tokens, const int *targets, int B) {
     op_rmsnorm_forward(d, t, a->resid[a->n_layers], W(m, lay->final_norm), a->xnf, a->rstdf, N, C,
                        MODEL_NORM_EPS);
     op_matmul(d, 0, 0, N, V, C, 1.0f, a->xnf, C, W(m, lay->lm_head), V, t, 0.0f, a->logits, V, t);
-    op_xent_forward(d, t, a->logits, m->targets, a->loss, a->lse, N, V);
+    op_xent_forward(d, t, a->logits, m->targets, a->loss, a->lse, N, V, 0);   /* loss: picked */
+    float *lse_host = xmalloc((size_t)N * sizeof(float));
     dev_to_host(d, m->loss_host, a->loss, (size_t)N * sizeof(float));
+    dev_to_host(d, lse_host, a->lse, (size_t)N * sizeof(float));
     double sum = 0.0;
-    for (int i = 0; i < N; i++) sum += m->loss_host[i];
+    for (int i = 0; i < N; i++)
+        if (targets[i] >= 0) sum += (double)lse_host[i] - m->loss_host[i];
+    free(lse_host);
     return sum;
 }
 
@@ -465,7 +469,7 @@ void model_backward(model_t *m, float dlogits_scale, grad_ready_fn grad_ready, v
     if (B < 1) die("model_backward: no forward pass to go back through");
     if (lay->has_head) {
         float *G = m->grads;
-        op_xent_backward(d, t, a->logits, m->targets, a->lse, s->dlogits, dlogits_scale, N, V);
+        op_xent_backward(d, t, a->logits, m->targets, a->lse, s->dlogits, dlogits_scale, N, V, 0);
         op_matmul(d, 1, 0, C, V, N, 1.0f, a->xnf, C, s->dlogits, V, t, 1.0f, G + lay->lm_head, V, DT_F32);
         op_matmul(d, 0, 1, N, C, V, 1.0f, s->dlogits, V, W(m, lay->lm_head), V, t, 0.0f, s->dxn, C, t);
         op_rmsnorm_backward(d, t, a->resid[a->n_layers], W(m, lay->final_norm), a->rstdf, s->dxn,
@@ -478,7 +482,7 @@ void model_backward(model_t *m, float dlogits_scale, grad_ready_fn grad_ready, v
         if (grad_ready) grad_ready(ctx, model_layer_begin(lay, l), lay->layer_size);
     }
     if (lay->has_embedding) {
-        op_embedding_backward(d, t, m->tokens, s->dres, m->grads + lay->embedding, N, C);
+        op_embedding_backward(d, t, m->tokens, s->dres, m->grads + lay->embedding, N, C, 0, V);
         if (grad_ready) grad_ready(ctx, lay->embedding, (size_t)V * C);
     }
 }

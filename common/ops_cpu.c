@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops_cpu.h"
+#include "ops.h"
 
 /* ---- scratch --------------------------------------------------------------- */
 enum { SCR_A, SCR_B, SCR_C, SCR_Q, SCR_K, SCR_V, SCR_O, SCR_DO, SCR_DQ, SCR_DK, SCR_DV,
@@ -161,7 +161,7 @@ static inline void tile_store(void *x, dtype_t t, size_t i0, int m, const float 
 }
 
 /* ---- matmul ------------------------------------------------------------------ */
-void cpu_matmul(const device_t *d, int trans_a, int trans_b, int M, int N, int K, float alpha,
+static void cpu_matmul(const device_t *d, int trans_a, int trans_b, int M, int N, int K, float alpha,
                 const void *A, int lda, const void *B, int ldb, dtype_t ab_t, float beta,
                 void *C, int ldc, dtype_t c_t) {
     (void)d;
@@ -193,26 +193,31 @@ void cpu_matmul(const device_t *d, int trans_a, int trans_b, int M, int N, int K
 }
 
 /* ---- embedding ------------------------------------------------------------- */
-void cpu_embedding_forward(const device_t *d, dtype_t t, const int *tokens, const void *table,
-                           void *out, int N, int C) {
+static void cpu_embedding_forward(const device_t *d, dtype_t t, const int *tokens,
+                                  const void *table, void *out, int N, int C, int v0, int Vs) {
     (void)d;
-    size_t es = dtype_size(t);
-    for (int n = 0; n < N; n++)
-        memcpy((char *)out + (size_t)n * C * es, (const char *)table + (size_t)tokens[n] * C * es,
-               (size_t)C * es);
+    size_t es = dtype_size(t), row = (size_t)C * es;
+    for (int n = 0; n < N; n++) {
+        char *o = (char *)out + (size_t)n * row;
+        int v = tokens[n] - v0;
+        if (v >= 0 && v < Vs) memcpy(o, (const char *)table + (size_t)v * row, row);
+        else memset(o, 0, row);   /* another shard's token (0 is 0 in bf16 too) */
+    }
 }
 
-void cpu_embedding_backward(const device_t *d, dtype_t t, const int *tokens, const void *dout,
-                            float *dtable, int N, int C) {
+static void cpu_embedding_backward(const device_t *d, dtype_t t, const int *tokens,
+                                   const void *dout, float *dtable, int N, int C, int v0, int Vs) {
     (void)d;
     for (int n = 0; n < N; n++) {
-        float *row = dtable + (size_t)tokens[n] * C;
+        int v = tokens[n] - v0;
+        if (v < 0 || v >= Vs) continue;
+        float *row = dtable + (size_t)v * C;
         for (int c = 0; c < C; c++) row[c] += ld(dout, t, (size_t)n * C + c);
     }
 }
 
 /* ---- RMSNorm --------------------------------------------------------------- */
-void cpu_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w, void *y,
+static void cpu_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w, void *y,
                          float *rstd, int N, int C, float eps) {
     (void)d;
     float *bx = scratch(SCR_A, (size_t)C), *by = scratch(SCR_C, (size_t)C);
@@ -228,7 +233,7 @@ void cpu_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void
     }
 }
 
-void cpu_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const void *w,
+static void cpu_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const void *w,
                           const float *rstd, const void *dy, const void *dres, void *dx,
                           float *dw, int N, int C) {
     (void)d;
@@ -265,7 +270,7 @@ void rope_table(float *cs, int max_pos, int hd, double base) {
         }
 }
 
-void cpu_rope(const device_t *d, dtype_t t, void *x, const float *cs, int B, int T, int H,
+static void cpu_rope(const device_t *d, dtype_t t, void *x, const float *cs, int B, int T, int H,
               int hd, int pos0, int inverse) {
     (void)d;
     int half = hd / 2;
@@ -297,7 +302,7 @@ static inline int visible_keys(int i, int Tk, int q_pos0, int k_pos0) {
     return n < 0 ? 0 : (n > Tk ? Tk : n);
 }
 
-void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k,
+static void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k,
                       const void *v, void *out, float *lse, int B, int Tq, int Tk, int H,
                       int KV, int hd, int q_pos0, int k_pos0) {
     (void)d;
@@ -349,7 +354,7 @@ void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k
     if (t != DT_F32) narrow_all(out, O, t, (size_t)B * Tq * H * hd);
 }
 
-void cpu_attn_merge(const device_t *d, dtype_t t, void *out, float *lse, const void *out_b,
+static void cpu_attn_merge(const device_t *d, dtype_t t, void *out, float *lse, const void *out_b,
                     const float *lse_b, int B, int T, int H, int hd) {
     (void)d;
     for (int b = 0; b < B; b++)
@@ -372,7 +377,7 @@ void cpu_attn_merge(const device_t *d, dtype_t t, void *out, float *lse, const v
             }
 }
 
-void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *k,
+static void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *k,
                        const void *v, const void *out, const void *dout, const float *lse,
                        void *dq, void *dk, void *dv, int B, int Tq, int Tk, int H, int KV,
                        int hd, int q_pos0, int k_pos0) {
@@ -436,7 +441,7 @@ void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *
 }
 
 /* ---- SwiGLU ------------------------------------------------------------------ */
-void cpu_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void *b, void *out,
+static void cpu_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void *b, void *out,
                         size_t n) {
     (void)d;
     float ba[TILE], bb[TILE], bo[TILE];
@@ -449,7 +454,7 @@ void cpu_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void 
     }
 }
 
-void cpu_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void *b,
+static void cpu_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void *b,
                          const void *dout, void *da, void *db, size_t n) {
     (void)d;
     float ba[TILE], bb[TILE], bg[TILE], bda[TILE], bdb[TILE];
@@ -471,8 +476,8 @@ void cpu_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void
 }
 
 /* ---- cross-entropy ------------------------------------------------------------ */
-void cpu_xent_forward(const device_t *d, dtype_t t, const void *logits, const int *targets,
-                      float *loss, float *lse, int N, int V) {
+static void cpu_xent_forward(const device_t *d, dtype_t t, const void *logits,
+                             const int *targets, float *picked, float *lse, int N, int V, int v0) {
     (void)d;
     float *bl = scratch(SCR_A, (size_t)V), *e = scratch(SCR_B, (size_t)V);
     for (int n = 0; n < N; n++) {
@@ -480,32 +485,48 @@ void cpu_xent_forward(const device_t *d, dtype_t t, const void *logits, const in
         float mx = vmax(L, V);
         for (int j = 0; j < V; j++) e[j] = vexp(L[j] - mx);
         lse[n] = mx + logf(vsum(e, V));
-        loss[n] = targets[n] < 0 ? 0.0f : lse[n] - L[targets[n]];
+        int y = targets[n] - v0;
+        picked[n] = targets[n] >= 0 && y >= 0 && y < V ? L[y] : 0.0f;
     }
 }
 
-void cpu_xent_backward(const device_t *d, dtype_t t, const void *logits, const int *targets,
-                       const float *lse, void *dlogits, float scale, int N, int V) {
+static void cpu_xent_backward(const device_t *d, dtype_t t, const void *logits,
+                              const int *targets, const float *lse, void *dlogits, float scale,
+                              int N, int V, int v0) {
     (void)d;
     float *bl = scratch(SCR_A, (size_t)V), *bd = scratch(SCR_B, (size_t)V);
     for (int n = 0; n < N; n++) {
         size_t o = (size_t)n * V;
         const float *L = tile_in(logits, t, o, V, bl);
         float *D = tile_out(dlogits, t, o, bd);   /* may alias L: element-wise */
-        const int y = targets[n];
-        if (y < 0) {
+        const int y = targets[n] - v0;
+        if (targets[n] < 0) {
             for (int j = 0; j < V; j++) D[j] = 0.0f;
         } else {
-            const float l = lse[n], ly = L[y];   /* read before D (maybe L) is written */
+            const float l = lse[n];
+            const int mine = y >= 0 && y < V;
+            const float ly = mine ? L[y] : 0.0f;   /* read before D (maybe L) is written */
             for (int j = 0; j < V; j++) D[j] = vexp(L[j] - l) * scale;
-            D[y] = (vexp(ly - l) - 1.0f) * scale;
+            if (mine) D[y] = (vexp(ly - l) - 1.0f) * scale;
         }
         tile_store(dlogits, t, o, V, D);
     }
 }
 
+static void cpu_lse_combine(const device_t *d, const float *parts, float *out, int P, int N) {
+    (void)d;
+    for (int n = 0; n < N; n++) {
+        float mx = -INFINITY;
+        for (int p = 0; p < P; p++) mx = fmaxf(mx, parts[(size_t)p * N + n]);
+        if (mx == -INFINITY) { out[n] = -INFINITY; continue; }
+        double s = 0;
+        for (int p = 0; p < P; p++) s += exp((double)parts[(size_t)p * N + n] - mx);
+        out[n] = mx + (float)log(s);
+    }
+}
+
 /* ---- element-wise and reductions -------------------------------------------------- */
-void cpu_add(const device_t *d, dtype_t t, const void *a, const void *b, void *out, size_t n) {
+static void cpu_add(const device_t *d, dtype_t t, const void *a, const void *b, void *out, size_t n) {
     (void)d;
     float ba[TILE], bb[TILE], bo[TILE];
     for (size_t i0 = 0; i0 < n; i0 += TILE) {
@@ -517,7 +538,7 @@ void cpu_add(const device_t *d, dtype_t t, const void *a, const void *b, void *o
     }
 }
 
-void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtype_t dst_t,
+static void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtype_t dst_t,
               size_t n) {
     (void)d;
     if (src_t == dst_t) {
@@ -535,7 +556,7 @@ void cpu_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dtyp
     }
 }
 
-void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
+static void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
     (void)d;
     float bx[TILE];
     for (size_t i0 = 0; i0 < n; i0 += TILE) {
@@ -547,7 +568,7 @@ void cpu_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
     }
 }
 
-double cpu_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
+static double cpu_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
     (void)d;
     double acc[LANES] = {0}, sum = 0.0;   /* independent partial sums: vectorised */
     float bx[TILE];
@@ -566,7 +587,7 @@ double cpu_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
 /* AdamW touches 32 bytes per parameter and should run at memory speed, not
  * at the speed of scalar square roots: a tile at a time, in two vectorised
  * passes around vsqrt. */
-void cpu_adamw(const device_t *d, float *master, float *m, float *v, const float *grad,
+static void cpu_adamw(const device_t *d, float *master, float *m, float *v, const float *grad,
                void *working, dtype_t working_t, size_t n, float lr, float beta1, float beta2,
                float eps, float wd, float grad_scale, int step) {
     (void)d;
@@ -595,3 +616,25 @@ void cpu_adamw(const device_t *d, float *master, float *m, float *v, const float
         if (working && working_t != DT_F32) tile_store(working, working_t, i0, cnt, bw);
     }
 }
+
+const ops_t ops_cpu = {
+    .matmul = cpu_matmul,
+    .embedding_forward = cpu_embedding_forward,
+    .embedding_backward = cpu_embedding_backward,
+    .rmsnorm_forward = cpu_rmsnorm_forward,
+    .rmsnorm_backward = cpu_rmsnorm_backward,
+    .rope = cpu_rope,
+    .attn_forward = cpu_attn_forward,
+    .attn_merge = cpu_attn_merge,
+    .attn_backward = cpu_attn_backward,
+    .swiglu_forward = cpu_swiglu_forward,
+    .swiglu_backward = cpu_swiglu_backward,
+    .xent_forward = cpu_xent_forward,
+    .xent_backward = cpu_xent_backward,
+    .lse_combine = cpu_lse_combine,
+    .add = cpu_add,
+    .cast = cpu_cast,
+    .scale = cpu_scale,
+    .sumsq = cpu_sumsq,
+    .adamw = cpu_adamw,
+};

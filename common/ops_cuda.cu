@@ -22,7 +22,7 @@
 
 #include <math.h>
 
-#include "ops_cuda.h"
+#include "ops.h"
 
 static const unsigned int THREADS = 256;    /* per block: 8 warps */
 #define FULL_MASK 0xffffffffu
@@ -109,6 +109,9 @@ static float *scratch(const device_t *d, size_t n) {
     return scratch_buf;
 }
 
+static void cuda_cast(const device_t *d, const void *src, dtype_t src_t, void *dst,
+                      dtype_t dst_t, size_t n);
+
 /* An fp32 view of n elements of type t: p itself for fp32, else the next n
  * floats of scratch at *next, filled with p widened when `copy`. */
 static float *f32_view(const device_t *d, const void *p, dtype_t t, size_t n, float **next,
@@ -148,7 +151,7 @@ static void gemm(const device_t *d, int trans_a, int trans_b, int M, int N, int 
                                                 CUBLAS_GEMM_DEFAULT));
 }
 
-extern "C" void cuda_matmul(const device_t *d, int trans_a, int trans_b, int M, int N, int K,
+static void cuda_matmul(const device_t *d, int trans_a, int trans_b, int M, int N, int K,
                             float alpha, const void *A, int lda, const void *B, int ldb,
                             dtype_t ab_t, float beta, void *C, int ldc, dtype_t c_t) {
     if (M <= 0 || N <= 0) return;
@@ -157,10 +160,11 @@ extern "C" void cuda_matmul(const device_t *d, int trans_a, int trans_b, int M, 
 
 /* ---- embedding ---------------------------------------------------------------- */
 __global__ void embedding_forward_kernel(dtype_t t, const int *tokens, const void *table,
-                                         void *out, int N, int C) {
+                                         void *out, int N, int C, int v0, int Vs) {
     GRID_STRIDE(i, (size_t)N * C) {
         size_t n = i / C, c = i % C;
-        store(out, t, i, load(table, t, (size_t)tokens[n] * C + c));
+        int v = tokens[n] - v0;   /* another shard's token gives a zero row */
+        store(out, t, i, v >= 0 && v < Vs ? load(table, t, (size_t)v * C + c) : 0.0f);
     }
 }
 
@@ -168,24 +172,26 @@ __global__ void embedding_forward_kernel(dtype_t t, const int *tokens, const voi
  * tokens sum in a fixed order without atomics. Parallel over C only, which
  * is enough for one small op per step. */
 __global__ void embedding_backward_kernel(dtype_t t, const int *tokens, const void *dout,
-                                          float *dtable, int N, int C) {
+                                          float *dtable, int N, int C, int v0, int Vs) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    for (int n = 0; n < N; n++)
-        dtable[(size_t)tokens[n] * C + c] += load(dout, t, (size_t)n * C + c);
+    for (int n = 0; n < N; n++) {
+        int v = tokens[n] - v0;
+        if (v >= 0 && v < Vs) dtable[(size_t)v * C + c] += load(dout, t, (size_t)n * C + c);
+    }
 }
 
-extern "C" void cuda_embedding_forward(const device_t *d, dtype_t t, const int *tokens,
-                                       const void *table, void *out, int N, int C) {
+static void cuda_embedding_forward(const device_t *d, dtype_t t, const int *tokens,
+                                   const void *table, void *out, int N, int C, int v0, int Vs) {
     LAUNCH(embedding_forward_kernel, stride_grid((size_t)N * C), THREADS, 0, stream_of(d), t,
-           tokens, table, out, N, C);
+           tokens, table, out, N, C, v0, Vs);
 }
 
-extern "C" void cuda_embedding_backward(const device_t *d, dtype_t t, const int *tokens,
-                                        const void *dout, float *dtable, int N, int C) {
+static void cuda_embedding_backward(const device_t *d, dtype_t t, const int *tokens,
+                                    const void *dout, float *dtable, int N, int C, int v0, int Vs) {
     if (C <= 0) return;
     LAUNCH(embedding_backward_kernel, ceil_div(C, THREADS), THREADS, 0, stream_of(d), t, tokens,
-           dout, dtable, N, C);
+           dout, dtable, N, C, v0, Vs);
 }
 
 /* ---- RMSNorm ------------------------------------------------------------------ */
@@ -241,13 +247,13 @@ __global__ void column_sum_kernel(const float *part, float *dw, int blocks, int 
     dw[c] += s;
 }
 
-extern "C" void cuda_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w,
+static void cuda_rmsnorm_forward(const device_t *d, dtype_t t, const void *x, const void *w,
                                      void *y, float *rstd, int N, int C, float eps) {
     if (N <= 0) return;
     LAUNCH(rmsnorm_forward_kernel, N, row_threads(C), 0, stream_of(d), t, x, w, y, rstd, C, eps);
 }
 
-extern "C" void cuda_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const void *w,
+static void cuda_rmsnorm_backward(const device_t *d, dtype_t t, const void *x, const void *w,
                                       const float *rstd, const void *dy, const void *dres,
                                       void *dx, float *dw, int N, int C) {
     if (N <= 0 || C <= 0) return;
@@ -276,7 +282,7 @@ __global__ void rope_kernel(dtype_t t, void *x, const float *cs, size_t pairs, i
     }
 }
 
-extern "C" void cuda_rope(const device_t *d, dtype_t t, void *x, const float *cs, int B, int T,
+static void cuda_rope(const device_t *d, dtype_t t, void *x, const float *cs, int B, int T,
                           int H, int hd, int pos0, int inverse) {
     size_t pairs = (size_t)B * T * H * (hd / 2);
     LAUNCH(rope_kernel, stride_grid(pairs), THREADS, 0, stream_of(d), t, x, cs, pairs, T, H, hd,
@@ -337,7 +343,7 @@ __global__ void attn_dscores_kernel(dtype_t t, float *S, float *dP, const float 
     }
 }
 
-extern "C" void cuda_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k,
+static void cuda_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k,
                                   const void *v, void *out, float *lse, int B, int Tq, int Tk,
                                   int H, int KV, int hd, int q_pos0, int k_pos0) {
     if (B <= 0 || Tq <= 0 || H <= 0) return;
@@ -389,7 +395,7 @@ __global__ void attn_merge_kernel(dtype_t t, void *out, float *lse, const void *
     if (lane == 0) lse[li] = m + logf(wa + wb);
 }
 
-extern "C" void cuda_attn_merge(const device_t *d, dtype_t t, void *out, float *lse,
+static void cuda_attn_merge(const device_t *d, dtype_t t, void *out, float *lse,
                                 const void *out_b, const float *lse_b, int B, int T, int H,
                                 int hd) {
     const size_t rows = (size_t)B * T * H;
@@ -398,7 +404,7 @@ extern "C" void cuda_attn_merge(const device_t *d, dtype_t t, void *out, float *
            out_b, lse_b, rows, T, H, hd);
 }
 
-extern "C" void cuda_attn_backward(const device_t *d, dtype_t t, const void *q, const void *k,
+static void cuda_attn_backward(const device_t *d, dtype_t t, const void *q, const void *k,
                                    const void *v, const void *out, const void *dout,
                                    const float *lse, void *dq, void *dk, void *dv, int B, int Tq,
                                    int Tk, int H, int KV, int hd, int q_pos0, int k_pos0) {
@@ -463,12 +469,12 @@ __global__ void swiglu_backward_kernel(dtype_t t, const void *a, const void *b, 
     }
 }
 
-extern "C" void cuda_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void *b,
+static void cuda_swiglu_forward(const device_t *d, dtype_t t, const void *a, const void *b,
                                     void *out, size_t n) {
     LAUNCH(swiglu_forward_kernel, stride_grid(n), THREADS, 0, stream_of(d), t, a, b, out, n);
 }
 
-extern "C" void cuda_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void *b,
+static void cuda_swiglu_backward(const device_t *d, dtype_t t, const void *a, const void *b,
                                      const void *dout, void *da, void *db, size_t n) {
     LAUNCH(swiglu_backward_kernel, stride_grid(n), THREADS, 0, stream_of(d), t, a, b, dout, da, db,
            n);
@@ -477,7 +483,7 @@ extern "C" void cuda_swiglu_backward(const device_t *d, dtype_t t, const void *a
 /* ---- cross-entropy -------------------------------------------------------------------- */
 /* One block per row: max, then the sum of exp(x - max), both over V. */
 __global__ void xent_forward_kernel(dtype_t t, const void *logits, const int *targets,
-                                    float *loss, float *lse, int V) {
+                                    float *picked, float *lse, int V, int v0) {
     const int n = blockIdx.x;
     const size_t o = (size_t)n * V;
     float mx = -INFINITY;
@@ -487,39 +493,56 @@ __global__ void xent_forward_kernel(dtype_t t, const void *logits, const int *ta
     for (int j = threadIdx.x; j < V; j += blockDim.x) sum += expf(load(logits, t, o + j) - mx);
     sum = block_reduce<SUM>(sum);
     if (threadIdx.x == 0) {
-        const float l = mx + logf(sum);
-        const int y = targets[n];
-        lse[n] = l;
-        loss[n] = y < 0 ? 0.0f : l - load(logits, t, o + y);
+        const int y = targets[n] - v0;
+        lse[n] = mx + logf(sum);
+        picked[n] = targets[n] >= 0 && y >= 0 && y < V ? load(logits, t, o + y) : 0.0f;
     }
 }
 
 /* Element-wise given lse; dlogits may alias logits. */
 __global__ void xent_backward_kernel(dtype_t t, const void *logits, const int *targets,
-                                     const float *lse, void *dlogits, float scale, int V,
+                                     const float *lse, void *dlogits, float scale, int V, int v0,
                                      size_t n) {
     GRID_STRIDE(i, n) {
         const size_t row = i / V;
         const int y = targets[row], j = (int)(i % V);
         float g = 0.0f;                                      /* ignored target: no gradient */
-        if (y >= 0) g = (expf(load(logits, t, i) - lse[row]) - (j == y ? 1.0f : 0.0f)) * scale;
+        if (y >= 0) g = (expf(load(logits, t, i) - lse[row]) - (j + v0 == y ? 1.0f : 0.0f)) * scale;
         store(dlogits, t, i, g);
     }
 }
 
-extern "C" void cuda_xent_forward(const device_t *d, dtype_t t, const void *logits,
-                                  const int *targets, float *loss, float *lse, int N, int V) {
+static void cuda_xent_forward(const device_t *d, dtype_t t, const void *logits,
+                              const int *targets, float *picked, float *lse, int N, int V, int v0) {
     if (N <= 0) return;
-    LAUNCH(xent_forward_kernel, N, row_threads(V), 0, stream_of(d), t, logits, targets, loss, lse,
-           V);
+    LAUNCH(xent_forward_kernel, N, row_threads(V), 0, stream_of(d), t, logits, targets, picked,
+           lse, V, v0);
 }
 
-extern "C" void cuda_xent_backward(const device_t *d, dtype_t t, const void *logits,
-                                   const int *targets, const float *lse, void *dlogits,
-                                   float scale, int N, int V) {
+static void cuda_xent_backward(const device_t *d, dtype_t t, const void *logits,
+                               const int *targets, const float *lse, void *dlogits, float scale,
+                               int N, int V, int v0) {
     const size_t n = (size_t)N * V;
     LAUNCH(xent_backward_kernel, stride_grid(n), THREADS, 0, stream_of(d), t, logits, targets, lse,
-           dlogits, scale, V, n);
+           dlogits, scale, V, v0, n);
+}
+
+/* One thread per row over the P shards' lse (P is the tensor-parallel degree:
+ * a handful). */
+__global__ void lse_combine_kernel(const float *parts, float *out, int P, int N) {
+    GRID_STRIDE(n, (size_t)N) {
+        float mx = -INFINITY;
+        for (int p = 0; p < P; p++) mx = fmaxf(mx, parts[(size_t)p * N + n]);
+        float s = 0.0f;
+        if (mx != -INFINITY)
+            for (int p = 0; p < P; p++) s += expf(parts[(size_t)p * N + n] - mx);
+        out[n] = mx == -INFINITY ? -INFINITY : mx + logf(s);
+    }
+}
+
+static void cuda_lse_combine(const device_t *d, const float *parts, float *out, int P, int N) {
+    if (N <= 0) return;
+    LAUNCH(lse_combine_kernel, stride_grid((size_t)N), THREADS, 0, stream_of(d), parts, out, P, N);
 }
 
 /* ---- element-wise and reductions ---------------------------------------------------- */
@@ -546,12 +569,12 @@ __global__ void sumsq_kernel(dtype_t t, const void *x, size_t n, float *part) {
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
-extern "C" void cuda_add(const device_t *d, dtype_t t, const void *a, const void *b, void *out,
+static void cuda_add(const device_t *d, dtype_t t, const void *a, const void *b, void *out,
                          size_t n) {
     LAUNCH(add_kernel, stride_grid(n), THREADS, 0, stream_of(d), t, a, b, out, n);
 }
 
-extern "C" void cuda_cast(const device_t *d, const void *src, dtype_t src_t, void *dst,
+static void cuda_cast(const device_t *d, const void *src, dtype_t src_t, void *dst,
                           dtype_t dst_t, size_t n) {
     if (src_t == dst_t) {                       /* a copy, bit for bit */
         if (dst != src && n > 0)
@@ -562,13 +585,13 @@ extern "C" void cuda_cast(const device_t *d, const void *src, dtype_t src_t, voi
     LAUNCH(cast_kernel, stride_grid(n), THREADS, 0, stream_of(d), src, src_t, dst, dst_t, n);
 }
 
-extern "C" void cuda_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
+static void cuda_scale(const device_t *d, dtype_t t, void *x, float s, size_t n) {
     LAUNCH(scale_kernel, stride_grid(n), THREADS, 0, stream_of(d), t, x, s, n);
 }
 
 /* The block count depends on n only, so the partial sums, and their total
  * in double on the host in block order, are the same on every run. */
-extern "C" double cuda_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
+static double cuda_sumsq(const device_t *d, dtype_t t, const void *x, size_t n) {
     static float host[1024];                         /* stride_grid() gives at most 1024 */
     const unsigned int blocks = stride_grid(n);
     float *part = scratch(d, blocks);
@@ -599,7 +622,7 @@ __global__ void adamw_kernel(float *master, float *m, float *v, const float *gra
     }
 }
 
-extern "C" void cuda_adamw(const device_t *d, float *master, float *m, float *v,
+static void cuda_adamw(const device_t *d, float *master, float *m, float *v,
                            const float *grad, void *working, dtype_t working_t, size_t n,
                            float lr, float beta1, float beta2, float eps, float wd,
                            float grad_scale, int step) {
@@ -608,3 +631,26 @@ extern "C" void cuda_adamw(const device_t *d, float *master, float *m, float *v,
     LAUNCH(adamw_kernel, stride_grid(n), THREADS, 0, stream_of(d), master, m, v, grad, working,
            working_t, n, lr, beta1, beta2, eps, 1.0f - lr * wd, grad_scale, c1, c2);
 }
+
+/* Positional: the members of ops_t in the order ops.h declares them. */
+extern "C" const ops_t ops_cuda = {
+    cuda_matmul,
+    cuda_embedding_forward,
+    cuda_embedding_backward,
+    cuda_rmsnorm_forward,
+    cuda_rmsnorm_backward,
+    cuda_rope,
+    cuda_attn_forward,
+    cuda_attn_merge,
+    cuda_attn_backward,
+    cuda_swiglu_forward,
+    cuda_swiglu_backward,
+    cuda_xent_forward,
+    cuda_xent_backward,
+    cuda_lse_combine,
+    cuda_add,
+    cuda_cast,
+    cuda_scale,
+    cuda_sumsq,
+    cuda_adamw,
+};

@@ -451,15 +451,19 @@ TEST(model_op_swiglu_matches_definition_and_finite_differences) {
 }
 
 /* ---- cross-entropy ---------------------------------------------------------------------- */
-typedef struct { float *x; int N, V; int *tg; void *dx; float *loss, *lse; } xent_ctx;
+typedef struct { float *x; int N, V; int *tg, *tg_host; void *dx; float *picked, *lse; } xent_ctx;
+/* The summed loss over the rows whose target is not ignored: lse - picked. */
 static double xent_loss(void *p) {
     xent_ctx *c = p;
     put(c->dx, c->x, (size_t)c->N * c->V, DT_F32);
-    op_xent_forward(&dev, DT_F32, c->dx, c->tg, c->loss, c->lse, c->N, c->V);
-    float *l = xmalloc(c->N * 4);
-    dev_to_host(&dev, l, c->loss, c->N * 4);
+    op_xent_forward(&dev, DT_F32, c->dx, c->tg, c->picked, c->lse, c->N, c->V, 0);
+    float *pk = xmalloc(c->N * 4), *l = xmalloc(c->N * 4);
+    dev_to_host(&dev, pk, c->picked, c->N * 4);
+    dev_to_host(&dev, l, c->lse, c->N * 4);
     double s = 0;
-    for (int i = 0; i < c->N; i++) s += l[i];
+    for (int i = 0; i < c->N; i++)
+        if (c->tg_host[i] >= 0) s += (double)l[i] - pk[i];
+    free(pk);
     free(l);
     return s;
 }
@@ -468,20 +472,22 @@ TEST(model_op_cross_entropy_matches_log_softmax_and_finite_differences) {
     setup();
     const int N = 4, V = 11;
     int tg[4] = {3, 0, -1, 10};   /* -1: ignored */
-    xent_ctx c = {rand_host((size_t)N * V, 3), N, V, up_int(tg, N), NULL, NULL, NULL};
+    xent_ctx c = {rand_host((size_t)N * V, 3), N, V, up_int(tg, N), tg, NULL, NULL, NULL};
     c.dx = up(c.x, (size_t)N * V, DT_F32);
-    c.loss = dev_alloc(&dev, N * 4); c.lse = dev_alloc(&dev, N * 4);
+    c.picked = dev_alloc(&dev, N * 4); c.lse = dev_alloc(&dev, N * 4);
     xent_loss(&c);
-    float l[4];
-    dev_to_host(&dev, l, c.loss, sizeof l);
+    float l[4], pk[4];
+    dev_to_host(&dev, l, c.lse, sizeof l);
+    dev_to_host(&dev, pk, c.picked, sizeof pk);
     for (int i = 0; i < N; i++) {
         double s = 0;
         for (int v = 0; v < V; v++) s += exp(c.x[i * V + v]);
-        EXPECT_NEAR(l[i], tg[i] < 0 ? 0.0 : log(s) - c.x[i * V + tg[i]], 1e-5);
+        EXPECT_NEAR(l[i], log(s), 1e-5);
+        EXPECT(pk[i] == (tg[i] < 0 ? 0.0f : c.x[i * V + tg[i]]));
     }
     const float scale = 0.5f;
     void *g = up(c.x, (size_t)N * V, DT_F32);
-    op_xent_backward(&dev, DT_F32, c.dx, c.tg, c.lse, g, scale, N, V);
+    op_xent_backward(&dev, DT_F32, c.dx, c.tg, c.lse, g, scale, N, V, 0);
     float *h = xmalloc((size_t)N * V * 4);
     down(h, g, (size_t)N * V, DT_F32);
     for (int i = 0; i < N * V; i++) h[i] /= scale;
@@ -489,10 +495,58 @@ TEST(model_op_cross_entropy_matches_log_softmax_and_finite_differences) {
     for (int v = 0; v < V; v++) EXPECT(h[2 * V + v] == 0.0f);
     /* in place over the logits */
     xent_loss(&c);
-    op_xent_backward(&dev, DT_F32, c.dx, c.tg, c.lse, c.dx, scale, N, V);
+    op_xent_backward(&dev, DT_F32, c.dx, c.tg, c.lse, c.dx, scale, N, V, 0);
     float *h2 = xmalloc((size_t)N * V * 4);
     down(h2, c.dx, (size_t)N * V, DT_F32);
     for (int i = 0; i < N * V; i++) EXPECT(h2[i] == h[i] * scale);
+}
+
+/* Vocabulary-parallel cross-entropy: the logits' columns cut into shards
+ * [0, 4), [4, 11); each shard's lse and picked logit, combined (lse_combine,
+ * sum), give the full loss, and each shard's backward with the combined lse
+ * gives its columns of the full dlogits. */
+TEST(model_op_cross_entropy_over_vocab_shards_equals_whole) {
+    setup();
+    const int N = 4, V = 11, cut = 4;
+    int tg[4] = {3, 7, -1, 10};
+    float *x = rand_host((size_t)N * V, 3);
+    int *dtg = up_int(tg, N);
+    float *lse_full = dev_alloc(&dev, N * 4), *pk_full = dev_alloc(&dev, N * 4);
+    void *dx = up(x, (size_t)N * V, DT_F32);
+    op_xent_forward(&dev, DT_F32, dx, dtg, pk_full, lse_full, N, V, 0);
+    float *parts = dev_alloc(&dev, 2 * N * 4), *pks = dev_alloc(&dev, 2 * N * 4);
+    void *sh[2];
+    int v0[2] = {0, cut}, vs[2] = {cut, V - cut};
+    for (int p = 0; p < 2; p++) {
+        float *hx = xmalloc((size_t)N * vs[p] * 4);
+        for (int n = 0; n < N; n++)
+            for (int v = 0; v < vs[p]; v++) hx[n * vs[p] + v] = x[n * V + v0[p] + v];
+        sh[p] = up(hx, (size_t)N * vs[p], DT_F32);
+        op_xent_forward(&dev, DT_F32, sh[p], dtg, pks + p * N, parts + p * N, N, vs[p], v0[p]);
+        free(hx);
+    }
+    float *lse = dev_alloc(&dev, N * 4);
+    op_lse_combine(&dev, parts, lse, 2, N);
+    float a[4], b[4], pa[8], pf[4];
+    dev_to_host(&dev, a, lse, sizeof a);
+    dev_to_host(&dev, b, lse_full, sizeof b);
+    dev_to_host(&dev, pa, pks, sizeof pa);
+    dev_to_host(&dev, pf, pk_full, sizeof pf);
+    for (int n = 0; n < N; n++) {
+        EXPECT_NEAR(a[n], b[n], 2e-6);
+        EXPECT(pa[n] + pa[N + n] == pf[n]);   /* one shard holds the target, the other adds 0 */
+    }
+    float *g = xmalloc((size_t)N * V * 4);
+    op_xent_backward(&dev, DT_F32, dx, dtg, lse_full, dx, 1.0f, N, V, 0);
+    down(g, dx, (size_t)N * V, DT_F32);
+    for (int p = 0; p < 2; p++) {
+        op_xent_backward(&dev, DT_F32, sh[p], dtg, lse, sh[p], 1.0f, N, vs[p], v0[p]);
+        float *hs = xmalloc((size_t)N * vs[p] * 4);
+        down(hs, sh[p], (size_t)N * vs[p], DT_F32);
+        for (int n = 0; n < N; n++)
+            for (int v = 0; v < vs[p]; v++) EXPECT_NEAR(hs[n * vs[p] + v], g[n * V + v0[p] + v], 1e-6);
+        free(hs);
+    }
 }
 
 /* ---- embedding, element-wise ---------------------------------------------------------- */
@@ -504,14 +558,14 @@ TEST(model_op_embedding_gathers_rows_and_backward_sums_repeated_tokens) {
     void *dt = up(tab, (size_t)V * C, DT_F32), *dO = up(dout, (size_t)N * C, DT_F32);
     int *dtok = up_int(tok, N);
     void *out = dev_alloc(&dev, (size_t)N * C * 4);
-    op_embedding_forward(&dev, DT_F32, dtok, dt, out, N, C);
+    op_embedding_forward(&dev, DT_F32, dtok, dt, out, N, C, 0, V);
     float o[12];
     down(o, out, (size_t)N * C, DT_F32);
     for (int n = 0; n < N; n++)
         for (int k = 0; k < C; k++) EXPECT(o[n * C + k] == tab[tok[n] * C + k]);
     float *g = dev_alloc(&dev, (size_t)V * C * 4), hg[15];
-    op_embedding_backward(&dev, DT_F32, dtok, dO, g, N, C);
-    op_embedding_backward(&dev, DT_F32, dtok, dO, g, N, C);   /* accumulates */
+    op_embedding_backward(&dev, DT_F32, dtok, dO, g, N, C, 0, V);
+    op_embedding_backward(&dev, DT_F32, dtok, dO, g, N, C, 0, V);   /* accumulates */
     dev_to_host(&dev, hg, g, sizeof hg);
     for (int k = 0; k < C; k++) {
         EXPECT_NEAR(hg[2 * C + k], 2 * (dout[0 * C + k] + dout[2 * C + k]), 1e-6);
@@ -519,6 +573,39 @@ TEST(model_op_embedding_gathers_rows_and_backward_sums_repeated_tokens) {
         EXPECT_NEAR(hg[4 * C + k], 2 * dout[3 * C + k], 1e-6);
         EXPECT(hg[1 * C + k] == 0.0f && hg[3 * C + k] == 0.0f);
     }
+}
+
+/* Vocabulary-parallel embedding: shards [0, 2) and [2, 5) of the table each
+ * give their tokens' rows and zeros elsewhere, so their sum is the whole
+ * lookup; backward fills only the shard's rows. */
+TEST(model_op_embedding_over_vocab_shards_sums_to_whole) {
+    setup();
+    const int V = 5, C = 3, N = 4, cut = 2;
+    int tok[4] = {2, 0, 1, 4};
+    float *tab = rand_host((size_t)V * C, 1), *dout = rand_host((size_t)N * C, 1);
+    int *dtok = up_int(tok, N);
+    void *dO = up(dout, (size_t)N * C, DT_F32);
+    float o[2][12], g[2][15];
+    int v0[2] = {0, cut}, vs[2] = {cut, V - cut};
+    for (int p = 0; p < 2; p++) {
+        void *dt = up(tab + (size_t)v0[p] * C, (size_t)vs[p] * C, DT_F32);
+        void *out = dev_alloc(&dev, (size_t)N * C * 4);
+        op_embedding_forward(&dev, DT_F32, dtok, dt, out, N, C, v0[p], vs[p]);
+        down(o[p], out, (size_t)N * C, DT_F32);
+        float *dg = dev_alloc(&dev, (size_t)vs[p] * C * 4);
+        op_embedding_backward(&dev, DT_F32, dtok, dO, dg, N, C, v0[p], vs[p]);
+        dev_to_host(&dev, g[p], dg, (size_t)vs[p] * C * 4);
+    }
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < C; k++) {
+            int mine = tok[n] >= cut;
+            EXPECT(o[mine][n * C + k] == tab[tok[n] * C + k] && o[!mine][n * C + k] == 0.0f);
+        }
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < C; k++) {
+            int p = tok[n] >= cut;
+            EXPECT(g[p][(tok[n] - v0[p]) * C + k] == dout[n * C + k]);   /* tokens distinct */
+        }
 }
 
 TEST(model_op_add_cast_scale_sumsq_are_exact) {

@@ -141,12 +141,18 @@ TEST(cuda_emu_op_embedding_matches_cpu_with_repeated_tokens) {
             int N = shapes[s][0], C = shapes[s][1], V = shapes[s][2];
             int *tg, *tc = tokens_pair(&tg, N, V, 0);
             pair_t table = pair_rand((size_t)V * C, t, 1), out = pair_zero((size_t)N * C, t);
-            op_embedding_forward(&cpu, t, tc, table.c, out.c, N, C);
-            op_embedding_forward(&gpu, t, tg, table.g, out.g, N, C);
+            /* the whole table, then rows [1, V) as a vocabulary shard */
+            op_embedding_forward(&cpu, t, tc, table.c, out.c, N, C, 0, V);
+            op_embedding_forward(&gpu, t, tg, table.g, out.g, N, C, 0, V);
+            compare("embedding forward", out, 0);   /* a gather: exact */
+            op_embedding_forward(&cpu, t, tc, table.c, out.c, N, C, 1, V - 1);
+            op_embedding_forward(&gpu, t, tg, table.g, out.g, N, C, 1, V - 1);
             compare("embedding forward", out, 0);   /* a gather: exact */
             pair_t dout = pair_rand((size_t)N * C, t, 1), dtable = pair_rand((size_t)V * C, DT_F32, 1);
-            op_embedding_backward(&cpu, t, tc, dout.c, dtable.c, N, C);
-            op_embedding_backward(&gpu, t, tg, dout.g, dtable.g, N, C);
+            op_embedding_backward(&cpu, t, tc, dout.c, dtable.c, N, C, 0, V);
+            op_embedding_backward(&gpu, t, tg, dout.g, dtable.g, N, C, 0, V);
+            op_embedding_backward(&cpu, t, tc, dout.c, dtable.c, N, C, 1, V - 1);
+            op_embedding_backward(&gpu, t, tg, dout.g, dtable.g, N, C, 1, V - 1);
             compare("embedding backward (accumulates)", dtable, 1e-5);
             pair_free(&table); pair_free(&out); pair_free(&dout); pair_free(&dtable);
             dev_free(&cpu, tc); dev_free(&gpu, tg);
@@ -281,16 +287,23 @@ TEST(cuda_emu_op_cross_entropy_matches_cpu_with_ignored_targets) {
             dtype_t t = ti ? DT_BF16 : DT_F32;
             int N = shapes[s][0], V = shapes[s][1];
             int *yg, *yc = tokens_pair(&yg, N, V, 1);
-            pair_t logits = pair_rand((size_t)N * V, t, 5), loss = pair_zero(N, DT_F32), lse = pair_zero(N, DT_F32);
-            op_xent_forward(&cpu, t, logits.c, yc, loss.c, lse.c, N, V);
-            op_xent_forward(&gpu, t, logits.g, yg, loss.g, lse.g, N, V);
-            compare("cross-entropy loss", loss, 1e-5);
-            compare("cross-entropy lse", lse, 1e-5);
+            pair_t logits = pair_rand((size_t)N * V, t, 5), picked = pair_zero(N, DT_F32), lse = pair_zero(N, DT_F32);
+            /* v0 = 1: the logits are columns [1, V + 1) of a larger vocabulary */
+            for (int v0 = 0; v0 < 2; v0++) {
+                op_xent_forward(&cpu, t, logits.c, yc, picked.c, lse.c, N, V, v0);
+                op_xent_forward(&gpu, t, logits.g, yg, picked.g, lse.g, N, V, v0);
+                compare("cross-entropy picked logit", picked, 0);
+                compare("cross-entropy lse", lse, 1e-5);
+            }
+            pair_t parts = pair_rand(3 * (size_t)N, DT_F32, 5), comb = pair_zero(N, DT_F32);
+            op_lse_combine(&cpu, parts.c, comb.c, 3, N);
+            op_lse_combine(&gpu, parts.g, comb.g, 3, N);
+            compare("lse of 3 shards combined", comb, 1e-6);
             /* dlogits aliases logits */
-            op_xent_backward(&cpu, t, logits.c, yc, lse.c, logits.c, 1.0f / N, N, V);
-            op_xent_backward(&gpu, t, logits.g, yg, lse.g, logits.g, 1.0f / N, N, V);
+            op_xent_backward(&cpu, t, logits.c, yc, lse.c, logits.c, 1.0f / N, N, V, 1);
+            op_xent_backward(&gpu, t, logits.g, yg, lse.g, logits.g, 1.0f / N, N, V, 1);
             compare("cross-entropy dlogits (in place)", logits, tol_of(t));
-            pair_free(&logits); pair_free(&loss); pair_free(&lse);
+            pair_free(&logits); pair_free(&picked); pair_free(&lse); pair_free(&parts); pair_free(&comb);
             dev_free(&cpu, yc); dev_free(&gpu, yg);
         }
 }
