@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DDP=./03_ddp/ddp
-CMP=./build/03_ddp/compare
+CMP=./build/tests/compare
 DEV=${DEV:-cpu}
 # A tiny model: 35k parameters, 12 sequences per step (divisible by 1-4 ranks
 # x 1-3 micro-batches), a few ms per step.
@@ -54,7 +54,7 @@ kill)  # NP WHAT [NP_RESUME]: kill -9 a run part-way, resume, compare with an un
     setsid mpirun -np "$np" "$DDP" "${flags[@]}" >"$dir/a.log" 2>&1 &
     pid=$!
     for _ in $(seq 3000); do   # at most 60 s
-        [ -e "$dir/ckpt/step_00000008.ckpt" ] && break
+        [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] && break
         kill -0 $pid 2>/dev/null || break
         sleep 0.02
     done
@@ -68,7 +68,7 @@ kill)  # NP WHAT [NP_RESUME]: kill -9 a run part-way, resume, compare with an un
     wait $pid 2>/dev/null || true
     for _ in $(seq 100); do pgrep -s $pid >/dev/null || break; sleep 0.05; done
     echo "killed with these checkpoints: $(ls "$dir/ckpt" | tr '\n' ' ')"
-    if [ -e "$dir/ckpt/step_00000060.ckpt" ]; then echo "error: the run finished before it was killed"; exit 1; fi
+    if [ -e "$dir/ckpt/step_00000060" ]; then echo "error: the run finished before it was killed"; exit 1; fi
     run "$np2" "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
     grep '^resume' "$dir/b.log"
     if [ "$np2" = "$np" ]; then
@@ -85,11 +85,11 @@ crash-in-save)  # NP: a rank dies half-way through writing a checkpoint; resume 
         echo "error: the run with --crash-in-save 9 did not crash"; exit 1
     fi
     ls "$dir/ckpt"
-    [ -e "$dir/ckpt/step_00000009.ckpt.tmp" ] || { echo "error: no half-written temporary file"; exit 1; }
-    [ ! -e "$dir/ckpt/step_00000009.ckpt" ] || { echo "error: a half-written checkpoint has the final name"; exit 1; }
+    [ -e "$dir/ckpt/step_00000009.tmp/part_00000.ckpt.tmp" ] || { echo "error: no half-written temporary file"; exit 1; }
+    [ ! -e "$dir/ckpt/step_00000009" ] || { echo "error: a half-written checkpoint has the final name"; exit 1; }
     run "$np" "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
     grep '^resume' "$dir/b.log"
-    grep -q 'step_00000006.ckpt: step 6' "$dir/b.log" || { echo "error: did not resume from step 6"; exit 1; }
+    grep -q 'step_00000006: step 6' "$dir/b.log" || { echo "error: did not resume from step 6"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
 resume-none)  # --resume with an empty directory starts at step 0 and says so
@@ -100,7 +100,7 @@ resume-none)  # --resume with an empty directory starts at step 0 and says so
     ;;
 corrupt)  # a checkpoint with one flipped byte is refused (the test expects the refusal)
     run 2 "$dir/a.log" "${TINY[@]}" --steps 4 --ckpt-every 2 --ckpt-dir "$dir/ckpt"
-    f="$dir/ckpt/step_00000004.ckpt"
+    f="$dir/ckpt/step_00000004/part_00000.ckpt"
     byte=$(od -An -tu1 -j 20000 -N1 "$f" | tr -d ' ')
     printf "$(printf '\\%03o' $(( (byte + 1) % 256 )))" | dd of="$f" bs=1 seek=20000 conv=notrunc status=none
     exec mpirun -np 2 "$DDP" "${TINY[@]}" --steps 8 --ckpt-dir "$dir/ckpt" --resume

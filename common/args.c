@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -171,4 +173,33 @@ int args_size_list(const char *s, long *out, int max, const char *flag) {
     }
     if (count == 0) usage_error("--%s: empty list", flag);
     return count;
+}
+
+void args_check_output(MPI_Comm comm, const char *flag, const char *path, const char *csv_header) {
+    if (!path) return;
+    char err[600] = "";
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) {
+        struct stat st;
+        int existed = stat(path, &st) == 0;
+        FILE *f = existed && S_ISDIR(st.st_mode) ? NULL : fopen(path, "a+");
+        if (!f) {
+            snprintf(err, sizeof err, "--%s %s: cannot write there: %s", flag, path,
+                     existed && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno));
+        } else {
+            char first[1024] = "";
+            rewind(f);
+            if (csv_header && existed && fgets(first, sizeof first, f)) {
+                first[strcspn(first, "\r\n")] = 0;
+                if (strcmp(first, csv_header) != 0)
+                    snprintf(err, sizeof err, "--%s %s has other columns (%.60s...); use a new file",
+                             flag, path, first);
+            }
+            fclose(f);
+            if (!existed) unlink(path);
+        }
+    }
+    MPI_Bcast(err, sizeof err, MPI_CHAR, 0, comm);
+    if (*err) usage_error("%s", err);
 }

@@ -17,6 +17,7 @@
 #ifndef ARGS_H
 #define ARGS_H
 
+#include <mpi.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -49,6 +50,14 @@ void args_parse(int argc, char **argv, const char *prog, const char *about,
 /* Parse "a,b,c" (each >= 1, K/M/G suffixes allowed) into out; returns the
  * count. A bad list is a usage error naming flag. */
 int args_size_list(const char *s, long *out, int max, const char *flag);
+
+/* Check, before any work, that rank 0 can write the output file `path` of
+ * --flag (NULL: nothing to check): its folder exists and is writable, and
+ * for a CSV file (csv_header not NULL) that an existing file has the same
+ * columns. Rank 0 checks, every rank of `comm` learns the result, and a
+ * failure is one usage_error line on every rank, so no rank is left waiting
+ * in a collective. A file the check creates is removed again. */
+void args_check_output(MPI_Comm comm, const char *flag, const char *path, const char *csv_header);
 
 /* The flags every program shares. */
 typedef struct {

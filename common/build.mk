@@ -6,3 +6,11 @@ build/tests/unit_common: $(call objects,tests/unit_common.c)
 # model's gradient, stages, bf16, AdamW). common/*.c are in build/libcommon.a.
 TEST_PROGRAMS += build/tests/unit_model
 build/tests/unit_model: $(call objects,tests/unit_model.c)
+
+# Gradient synchronisation and the trace writer, on real ranks.
+TEST_PROGRAMS += build/tests/unit_grad_sync
+build/tests/unit_grad_sync: $(call objects,tests/unit_grad_sync.c tests/unit_trace.c)
+
+# The equivalence check every trainer chapter's tests use.
+TEST_PROGRAMS += build/tests/compare
+build/tests/compare: $(call objects,tests/compare.c)

@@ -2,9 +2,12 @@
 #include "check.h"
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 int check_rank = 0;
 
@@ -75,4 +78,54 @@ void *xcalloc(size_t n, size_t size) {
     void *p = xmalloc(n * size);
     memset(p, 0, n * size);
     return p;
+}
+
+/* ---- the watchdog --------------------------------------------------------------
+ * watch_since_us is 0 while the rank is not waiting; the waiting thread writes
+ * the description first and then the start time (release), the watchdog
+ * reads the time first (acquire): it never prints a half-written one. */
+static char watch_what[96];
+static long long watch_since_us;   /* 0: not waiting */
+static double watch_timeout;
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void watch_begin(const char *what, const char *where) {
+    if (watch_timeout <= 0) return;
+    snprintf(watch_what, sizeof watch_what, "%s%s%s%s", what, where ? " on the " : "",
+             where ? where : "", where ? " communicator" : "");
+    __atomic_store_n(&watch_since_us, (long long)(mono_s() * 1e6), __ATOMIC_RELEASE);
+}
+
+void watch_end(void) {
+    if (watch_timeout <= 0) return;
+    __atomic_store_n(&watch_since_us, 0LL, __ATOMIC_RELEASE);
+}
+
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        usleep(200000);
+        long long since = __atomic_load_n(&watch_since_us, __ATOMIC_ACQUIRE);
+        if (since > 0 && mono_s() - (double)since * 1e-6 > watch_timeout) {
+            fprintf(stderr, "error (rank %d): no progress for %.0f s in %s: a peer rank is stopped, "
+                    "hung or gone; ending the job (--timeout-s sets the limit)\n",
+                    check_rank, watch_timeout, watch_what);
+            fflush(stderr);
+            _exit(1);
+        }
+    }
+    return NULL;
+}
+
+void watchdog_start(double timeout_s) {
+    if (timeout_s <= 0 || watch_timeout > 0) return;
+    watch_timeout = timeout_s;
+    pthread_t t;
+    if (pthread_create(&t, NULL, watchdog, NULL) != 0) die("cannot start the watchdog thread");
+    pthread_detach(t);
 }

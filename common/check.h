@@ -26,6 +26,16 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The rank say() and die() report; set by dist_init. */
 extern int check_rank;
 
+/* The watchdog: a rank that waits on its peers (a collective, a message, the
+ * GPU) says what it waits for between watch_begin and watch_end. When one
+ * wait lasts longer than the timeout, a thread prints "error (rank R): no
+ * progress for S s in WHAT on WHERE ..." and ends the job (exit status 1,
+ * which makes mpirun stop every rank): a stopped or hung peer never leaves
+ * the others spinning forever. timeout_s <= 0 leaves it off. */
+void watchdog_start(double timeout_s);
+void watch_begin(const char *what, const char *where);   /* where may be NULL */
+void watch_end(void);
+
 void *xmalloc(size_t bytes);   /* malloc that dies on failure, 64-byte aligned */
 void *xcalloc(size_t n, size_t size);
 

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -181,7 +183,7 @@ static int fail(char *err, size_t len, const char *path, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     snprintf(err, len, "checkpoint %s %s", path, msg);
-    return -1;
+    return CKPT_DAMAGED;
 }
 
 static int read_at(int fd, void *p, size_t n, uint64_t off) {
@@ -231,23 +233,24 @@ static int load_checked(ckpt_t *c, const char *path, int fd, header_t *h, char *
         const ckpt_kv_t *f = find_kv(h->config, (int)h->nconfig, c->config[i].name);
         if (!f)
             return fail(err, len, path, "has no '%s' setting; it was written by another program or version",
-                        c->config[i].name);
+                        c->config[i].name), CKPT_MISMATCH;
         if (strncmp(f->value, c->config[i].value, CKPT_NAME) != 0)
             return fail(err, len, path, "was written for %s %.32s, but this run has %s %s",
-                        c->config[i].name, f->value, c->config[i].name, c->config[i].value);
+                        c->config[i].name, f->value, c->config[i].name, c->config[i].value), CKPT_MISMATCH;
     }
     for (uint32_t i = 0; i < h->nconfig; i++)
         if (!find_kv(c->config, c->nconfig, h->config[i].name))
-            return fail(err, len, path, "has a setting '%.32s' this run does not know", h->config[i].name);
+            return fail(err, len, path, "has a setting '%.32s' this run does not know",
+                        h->config[i].name), CKPT_MISMATCH;
 
     for (int i = 0; i < c->nblob; i++) {
         const blob_rec_t *r = NULL;
         for (uint32_t j = 0; j < h->nblob; j++)
             if (strncmp(h->blob[j].name, c->blob[i].name, CKPT_NAME) == 0) r = &h->blob[j];
-        if (!r) return fail(err, len, path, "has no '%s' data", c->blob[i].name);
+        if (!r) return fail(err, len, path, "has no '%s' data", c->blob[i].name), CKPT_MISMATCH;
         if (r->bytes != c->blob[i].bytes)
             return fail(err, len, path, "holds %" PRIu64 " bytes of '%s', this run expects %zu",
-                        r->bytes, c->blob[i].name, c->blob[i].bytes);
+                        r->bytes, c->blob[i].name, c->blob[i].bytes), CKPT_MISMATCH;
         if (r->offset < CKPT_HEADER_BYTES || r->offset + r->bytes > size)
             return fail(err, len, path, "is corrupt: '%s' lies outside the file", c->blob[i].name);
         if (read_at(fd, c->blob[i].data, r->bytes, r->offset) != 0)
@@ -274,76 +277,140 @@ int ckpt_load(ckpt_t *c, const char *path, char *err, size_t len) {
     return rc;
 }
 
-/* ---- directories ---------------------------------------------------------- */
+/* ---- checkpoint sets -------------------------------------------------------------- */
 
-void ckpt_make_dir(const char *dir) {
-    char p[4096];
+void ckpt_set_path(char *out, size_t len, const char *dir, long step, int tmp) {
+    snprintf(out, len, "%s/step_%08ld%s", dir, step, tmp ? ".tmp" : "");
+}
+
+void ckpt_part_path(char *out, size_t len, const char *set, int rank) {
+    if (rank < 0) snprintf(out, len, "%s/meta.ckpt", set);
+    else snprintf(out, len, "%s/part_%05d.ckpt", set, rank);
+}
+
+/* The step of a set's name "step_%08ld" (tmp: with ".tmp"), or -1. */
+static long name_step(const char *name, int tmp) {
+    long step;
+    int used = 0;
+    if (sscanf(name, "step_%8ld%n", &step, &used) != 1 || used != 13) return -1;
+    return strcmp(name + used, tmp ? ".tmp" : "") == 0 ? step : -1;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int ckpt_list(const char *dir, long *steps, int max) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    char set[4200], meta[4300];
+    while ((e = readdir(d)) != NULL && n < max) {
+        long s = name_step(e->d_name, 0);
+        if (s < 0) continue;
+        ckpt_set_path(set, sizeof set, dir, s, 0);
+        ckpt_part_path(meta, sizeof meta, set, -1);
+        if (access(meta, F_OK) == 0) steps[n++] = s;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof *steps, cmp_desc);
+    return n;
+}
+
+void ckpt_remove_set(const char *set) {
+    DIR *d = opendir(set);
+    if (d) {
+        struct dirent *e;
+        char path[4400];
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            snprintf(path, sizeof path, "%s/%s", set, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(set);
+}
+
+void ckpt_prune(const char *dir, int keep) {
+    long steps[4096];
+    int n = ckpt_list(dir, steps, 4096);
+    char set[4200];
+    for (int i = keep; i < n; i++) {
+        ckpt_set_path(set, sizeof set, dir, steps[i], 0);
+        ckpt_remove_set(set);
+    }
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long s = name_step(e->d_name, 1);
+        if (s < 0) continue;
+        ckpt_set_path(set, sizeof set, dir, s, 1);
+        ckpt_remove_set(set);
+    }
+    closedir(d);
+}
+
+int ckpt_make_dir(const char *dir, char *err, size_t len) {
+    char p[4096], made[64][4096];
+    int nmade = 0;
     snprintf(p, sizeof p, "%s", dir);
     for (char *s = p + 1; ; s++) {
         if (*s == '/' || *s == 0) {
             char save = *s;
             *s = 0;
-            if (mkdir(p, 0755) != 0 && errno != EEXIST)
-                die("cannot create checkpoint directory %s: %s", p, strerror(errno));
+            if (mkdir(p, 0755) == 0) {
+                if (nmade < 64) snprintf(made[nmade++], sizeof made[0], "%s", p);
+            } else if (errno != EEXIST) {
+                snprintf(err, len, "cannot create checkpoint directory %s: %s", p, strerror(errno));
+                while (nmade > 0) rmdir(made[--nmade]);   /* leave no trail behind */
+                return -1;
+            } else {
+                struct stat st;
+                if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                    snprintf(err, len, "cannot create checkpoint directory %s: a file of that name is in the way", p);
+                    while (nmade > 0) rmdir(made[--nmade]);
+                    return -1;
+                }
+            }
             *s = save;
             if (save == 0) break;
         }
     }
-}
-
-void ckpt_step_path(char *out, size_t len, const char *dir, long step) {
-    snprintf(out, len, "%s/step_%08ld.ckpt", dir, step);
-}
-
-/* The step of a name "step_%08ld.ckpt", or -1. */
-static long name_step(const char *name) {
-    long step;
-    int used = 0;
-    if (sscanf(name, "step_%8ld.ckpt%n", &step, &used) == 1 && used > 0 && name[used] == 0 &&
-        strlen(name) == 18)
-        return step;
-    return -1;
-}
-
-int ckpt_latest(const char *dir, char *out, size_t len, long *step) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    long best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long s = name_step(e->d_name);
-        if (s > best) best = s;
+    if (access(dir, W_OK) != 0) {
+        snprintf(err, len, "checkpoint directory %s is not writable: %s", dir, strerror(errno));
+        while (nmade > 0) rmdir(made[--nmade]);
+        return -1;
     }
-    closedir(d);
-    if (best < 0) return -1;
-    ckpt_step_path(out, len, dir, best);
-    *step = best;
     return 0;
 }
 
-void ckpt_prune(const char *dir, int keep) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    long steps[4096];
-    int n = 0;
-    struct dirent *e;
-    char path[4352];
-    while ((e = readdir(d)) != NULL) {
-        long s = name_step(e->d_name);
-        if (s >= 0 && n < 4096) steps[n++] = s;
-        size_t l = strlen(e->d_name);
-        if (l > 9 && strcmp(e->d_name + l - 9, ".ckpt.tmp") == 0) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
+int ckpt_lock(const char *dir, const char *who, char *holder, size_t len) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(holder, len, "cannot open %s: %s", path, strerror(errno));
+        return -1;
     }
-    closedir(d);
-    for (int i = 0; i < n; i++) {   /* delete every step with >= keep newer ones */
-        int newer = 0;
-        for (int j = 0; j < n; j++) newer += steps[j] > steps[i];
-        if (newer >= keep) {
-            ckpt_step_path(path, sizeof path, dir, steps[i]);
-            unlink(path);
-        }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[256] = "";
+        ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
+        buf[r > 0 ? r : 0] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        snprintf(holder, len, "%s", *buf ? buf : "another process");
+        close(fd);
+        return -1;
     }
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, who, strlen(who), 0) < 0) {}
+    return 0;   /* fd stays open: the lock lives as long as the process */
+}
+
+long long ckpt_free_bytes(const char *dir) {
+    struct statvfs v;
+    if (statvfs(dir, &v) != 0) return -1;
+    return (long long)v.f_bavail * (long long)v.f_frsize;
 }

@@ -25,8 +25,8 @@
  * directory. A crash at any moment leaves either the old file or the new one
  * complete under PATH (and maybe a stale PATH.tmp, which nothing reads).
  *
- * In a directory, checkpoints are named step_00000012.ckpt; the newest is the
- * one with the highest step. */
+ * Trainers save a SET of such files per step, one per rank that holds state
+ * of its own (below). */
 #ifndef CKPT_H
 #define CKPT_H
 
@@ -68,19 +68,41 @@ uint64_t ckpt_get_state(const ckpt_t *c, const char *name);
 /* Write c to path atomically (see above). Dies on I/O errors. */
 void ckpt_save(const ckpt_t *c, const char *path);
 
-/* Read path, verify it and fill c's blobs and state. Returns 0, or -1 with a
- * one-line reason in err (nothing is trusted before every check passed: magic,
- * version, size, header and blob checksums, config, blob names and sizes;
- * blob memory may hold partial data after a failure). */
+/* Read path, verify it and fill c's blobs and state. Returns CKPT_OK, or
+ * with a one-line reason in err: CKPT_MISMATCH when the file is sound but
+ * was written by another configuration (a setting differs, a blob has
+ * another size), CKPT_DAMAGED for anything else (magic, version, size,
+ * header and blob checksums). Nothing is trusted before every check passed;
+ * blob memory may hold partial data after a failure. */
+enum { CKPT_OK = 0, CKPT_DAMAGED = -1, CKPT_MISMATCH = -2 };
 int ckpt_load(ckpt_t *c, const char *path, char *err, size_t errlen);
 
-/* Directory helpers: "DIR/step_00000012.ckpt"; the newest complete
- * checkpoint's path and step (returns 0, or -1 when there is none). */
-void ckpt_make_dir(const char *dir);   /* mkdir -p; dies on failure */
-void ckpt_step_path(char *out, size_t len, const char *dir, long step);
-int ckpt_latest(const char *dir, char *out, size_t len, long *step);
-/* Delete all but the newest `keep` checkpoints and any stale temporary files. */
+/* ---- checkpoint sets: one directory per step ---------------------------------
+ * DIR/step_00000012/ holds a part file per rank that has state of its own
+ * (part_00003.ckpt, by world rank) and meta.ckpt, written last by rank 0. The
+ * set is assembled in DIR/step_00000012.tmp/ and renamed into place once
+ * every part is on disk, so a crash at any moment leaves a complete step
+ * directory or a .tmp one, which nothing reads. */
+void ckpt_set_path(char *out, size_t len, const char *dir, long step, int tmp);
+/* "SET/part_00003.ckpt" for rank >= 0, "SET/meta.ckpt" for rank -1. */
+void ckpt_part_path(char *out, size_t len, const char *set, int rank);
+/* The steps of the complete sets in dir (meta.ckpt present), newest first;
+ * returns how many (at most max). */
+int ckpt_list(const char *dir, long *steps, int max);
+/* Remove every set but the newest `keep`, and every .tmp set. */
 void ckpt_prune(const char *dir, int keep);
+/* mkdir -p. On failure removes the directories it created, fills err and
+ * returns -1. */
+int ckpt_make_dir(const char *dir, char *err, size_t errlen);
+/* Remove a directory and the files in it (one level). */
+void ckpt_remove_set(const char *set);
+/* Take the lock of a checkpoint directory for this process's lifetime (an
+ * flock on DIR/LOCK, released when the process ends however it ends). `who`
+ * is written into the file. Returns 0, or -1 with the holder's description
+ * (or the reason) in holder. */
+int ckpt_lock(const char *dir, const char *who, char *holder, size_t len);
+/* Bytes free for this user in the file system of dir (-1 when unknown). */
+long long ckpt_free_bytes(const char *dir);
 
 /* Testing: when > 0, ckpt_save kills its own process (SIGKILL) after writing
  * this many bytes of the temporary file, as a crash in mid-save would. */

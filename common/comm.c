@@ -1,4 +1,5 @@
-/* comm.c: the communicator (see comm.h) and its MPI backend.
+/* comm.c: the communicator (see comm.h), its MPI backend, the byte counts
+ * and the link model.
  *
  * Every call is described once as a coll_t and handed to a backend: NCCL
  * (comm_nccl.cu) or MPI here. MPI works on host memory; when the buffers live
@@ -7,6 +8,8 @@
 #include "comm.h"
 
 #include <limits.h>
+#include <math.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +18,10 @@
 #include "comm_nccl.h"
 
 const char *comm_backend_name(comm_backend b) { return b == COMM_NCCL ? "nccl" : "mpi"; }
+
+const char *const coll_name[COLL_KINDS] = {
+    "all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce", "all-to-all",
+    "send", "receive", "send-receive", "barrier"};
 
 /* ---- reductions on the host ------------------------------------------------ */
 
@@ -53,6 +60,70 @@ MPI_Op comm_mpi_op(dtype_t t, redop_t op) {
     return bf16_ops[op];
 }
 
+/* ---- the link model ---------------------------------------------------------- */
+
+static comm_link_t link_cfg;
+
+void comm_link_set(const comm_link_t *l) { link_cfg = *l; }
+const comm_link_t *comm_link(void) { return &link_cfg; }
+
+/* Seconds a message of `bytes` spends on a link between nodes. */
+static double link_cost(double bytes) { return link_cfg.us * 1e-6 + bytes / (link_cfg.gbps * 1e9); }
+
+static int crosses(const comm_t *cm, int a, int b) { return cm->node && cm->node[a] != cm->node[b]; }
+
+/* Some pair (r, r + s mod N) in different groups: step s of a ring or of
+ * pairwise exchange crosses a slow link. */
+static int shift_crosses(const comm_t *cm, int s) {
+    for (int r = 0; r < cm->size; r++)
+        if (crosses(cm, r, (r + s) % cm->size)) return 1;
+    return 0;
+}
+
+/* Some pair at distance 2^k inside the blocks of 2^(k+1) of a binomial tree. */
+static int tree_round_crosses(const comm_t *cm, int k) {
+    int d = 1 << k;
+    for (int r = 0; r + d < cm->size; r += 2 * d)
+        if (crosses(cm, r, r + d)) return 1;
+    return 0;
+}
+
+/* Seconds the slow links add to a collective of X bytes (see comm.h). */
+static double link_extra(const comm_t *cm, coll_kind k, double X) {
+    int N = cm->size;
+    if (!cm->node || N == 1) return 0.0;
+    switch (k) {
+    case COLL_ALLREDUCE:
+        return shift_crosses(cm, 1) ? 2.0 * (N - 1) * link_cost(X / N) : 0.0;
+    case COLL_REDUCE_SCATTER: case COLL_ALLGATHER:
+        return shift_crosses(cm, 1) ? (N - 1) * link_cost(X / N) : 0.0;
+    case COLL_ALLTOALL: {
+        double t = 0;
+        for (int s = 1; s < N; s++) if (shift_crosses(cm, s)) t += link_cost(X / N);
+        return t;
+    }
+    case COLL_BROADCAST: case COLL_REDUCE: case COLL_BARRIER: {
+        double t = 0;
+        for (int k2 = 0; (1 << k2) < N; k2++)
+            if (tree_round_crosses(cm, k2)) t += link_cost(k == COLL_BARRIER ? 0 : X);
+        return t;
+    }
+    default:
+        return 0.0;
+    }
+}
+
+static void sleep_until(double t) {
+    double now = now_s();
+    if (t <= now) return;
+    struct timespec ts;
+    double d = t - now;
+    ts.tv_sec = (time_t)d;
+    ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
+    nanosleep(&ts, NULL);
+    while (now_s() < t) {}   /* the last microseconds, which nanosleep overshoots */
+}
+
 /* ---- set-up ----------------------------------------------------------------- */
 
 void comm_init(comm_t *cm, MPI_Comm c, const char *want, const device_t *dev) {
@@ -86,7 +157,24 @@ void comm_init(comm_t *cm, MPI_Comm c, const char *want, const device_t *dev) {
     } else if (strcmp(want, "mpi") == 0) {
         cm->backend = COMM_MPI;
     } else {
-        cm->backend = own_gpu ? COMM_NCCL : COMM_MPI;
+        cm->backend = own_gpu && link_cfg.node_size == 0 ? COMM_NCCL : COMM_MPI;
+    }
+    if (link_cfg.node_size > 0) {
+        if (cm->backend == COMM_NCCL)
+            usage_error("the link model (--node-size) runs on the MPI backend: use --comm mpi");
+        /* each rank's simulated node, from its world rank */
+        MPI_Group g, w;
+        MPI_CHECK(MPI_Comm_group(cm->mpi, &g));
+        MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &w));
+        int *mine = xmalloc(sizeof(int) * (size_t)cm->size);
+        cm->node = xmalloc(sizeof(int) * (size_t)cm->size);
+        for (int r = 0; r < cm->size; r++) mine[r] = r;
+        MPI_CHECK(MPI_Group_translate_ranks(g, cm->size, mine, w, cm->node));
+        for (int r = 0; r < cm->size; r++) cm->node[r] /= link_cfg.node_size;
+        free(mine);
+        MPI_Group_free(&g);
+        MPI_Group_free(&w);
+        cm->link_free = xcalloc((size_t)cm->size, sizeof(double));
     }
 #ifdef USE_CUDA
     if (cm->backend == COMM_NCCL) nccl_comm_init(cm);
@@ -98,8 +186,29 @@ void comm_destroy(comm_t *cm) {
     if (cm->backend == COMM_NCCL) nccl_comm_destroy(cm);
 #endif
     for (int i = 0; i < 2; i++) free(cm->stage[i]);
+    free(cm->node);
+    free(cm->link_free);
     MPI_Comm_free(&cm->mpi);
     memset(cm, 0, sizeof *cm);
+}
+
+double comm_sent_bytes(const comm_t *cm) {
+    double s = 0;
+    for (int k = 0; k < COLL_KINDS; k++) s += cm->sent[k];
+    return s;
+}
+
+/* Bus bytes this rank sends for c (comm.h), and the whole vector X. */
+static double bus_bytes(const comm_t *cm, const coll_t *c, double *X) {
+    double es = (double)dtype_size(c->t), N = cm->size, n = (double)c->count * es;
+    switch (c->kind) {
+    case COLL_ALLREDUCE: *X = n; return N > 1 ? 2.0 * (N - 1) / N * n : 0;
+    case COLL_REDUCE_SCATTER: case COLL_ALLGATHER: case COLL_ALLTOALL:
+        *X = N * n; return (N - 1) * n;
+    case COLL_BROADCAST: case COLL_REDUCE: *X = n; return N > 1 ? n : 0;
+    case COLL_SEND: case COLL_SENDRECV: *X = n; return n;
+    default: *X = 0; return 0;
+    }
 }
 
 /* ---- the MPI backend ------------------------------------------------------- */
@@ -113,25 +222,52 @@ static int icount(size_t n) {
 static size_t elems_in(const comm_t *cm, const coll_t *c) {
     switch (c->kind) {
     case COLL_REDUCE_SCATTER: case COLL_ALLTOALL: return c->count * (size_t)cm->size;
-    case COLL_RECV: return 0;
+    case COLL_RECV: case COLL_BARRIER: return 0;
     default: return c->count;
     }
 }
 static size_t elems_out(const comm_t *cm, const coll_t *c) {
     switch (c->kind) {
     case COLL_ALLGATHER: case COLL_ALLTOALL: return c->count * (size_t)cm->size;
-    case COLL_SEND: return 0;
+    case COLL_SEND: case COLL_BARRIER: return 0;
     case COLL_SENDRECV: return c->recvcount;
     default: return c->count;
     }
 }
 
-/* Runs c on host buffers; rq == NULL blocks. */
-static void mpi_start(comm_t *cm, const coll_t *c, const void *send, void *recv, MPI_Request *rq) {
+enum { TAG_DATA = 0, TAG_STAMP = 1 };
+
+/* Link model, sender side: when the message to peer crosses groups, send the
+ * time it arrives (after the messages already on that link), ahead of it.
+ * *slot holds the stamp until rq completes. */
+static void stamp_send(comm_t *cm, int peer, size_t bytes, double *slot, MPI_Request *rq) {
+    *rq = MPI_REQUEST_NULL;
+    if (!crosses(cm, cm->rank, peer)) return;
+    double start = now_s();
+    if (cm->link_free[peer] > start) start = cm->link_free[peer];
+    cm->link_free[peer] = start + (double)bytes / (link_cfg.gbps * 1e9);
+    *slot = start + link_cost((double)bytes);
+    MPI_CHECK(MPI_Isend(slot, 1, MPI_DOUBLE, peer, TAG_STAMP, cm->mpi, rq));
+}
+
+/* Receiver side: the stamp of a crossing message, or 0. */
+static void stamp_recv(comm_t *cm, int peer, double *arrival, MPI_Request *rq) {
+    *arrival = 0.0;
+    *rq = MPI_REQUEST_NULL;
+    if (crosses(cm, cm->rank, peer))
+        MPI_CHECK(MPI_Irecv(arrival, 1, MPI_DOUBLE, peer, TAG_STAMP, cm->mpi, rq));
+}
+
+/* Runs c on host buffers; req == NULL blocks. With the link model the point-
+ * to-point kinds carry stamps, and req->arrival (or, blocking, the return)
+ * waits for the modelled arrival. */
+static void mpi_start(comm_t *cm, const coll_t *c, const void *send, void *recv, comm_req_t *req) {
     MPI_Datatype ty = comm_mpi_type(c->t);
     MPI_Comm w = cm->mpi;
     size_t es = dtype_size(c->t);
     int n = icount(c->count);
+    MPI_Request *rq = req ? req->mpi : NULL, stamp_rq[2];
+    double arrival = 0.0, stamp = 0.0;
     switch (c->kind) {
     case COLL_ALLREDUCE: {
         const void *s = send == recv ? MPI_IN_PLACE : send;
@@ -165,17 +301,50 @@ static void mpi_start(comm_t *cm, const coll_t *c, const void *send, void *recv,
     case COLL_ALLTOALL:
         MPI_CHECK(MPI_Alltoall(send, n, ty, recv, n, ty, w));
         break;
+    case COLL_BARRIER:
+        MPI_CHECK(MPI_Barrier(w));
+        break;
     case COLL_SEND:
-        MPI_CHECK(MPI_Send(send, n, ty, c->peer, 0, w));
+        /* a pending send keeps its stamp in the request (it has no arrival) */
+        stamp_send(cm, c->peer, c->count * es, rq ? &req->stamp : &stamp, &stamp_rq[0]);
+        if (rq) {
+            MPI_CHECK(MPI_Isend(send, n, ty, c->peer, TAG_DATA, w, &rq[0]));
+            rq[1] = stamp_rq[0];
+        } else {
+            MPI_CHECK(MPI_Send(send, n, ty, c->peer, TAG_DATA, w));
+            MPI_CHECK(MPI_Wait(&stamp_rq[0], MPI_STATUS_IGNORE));
+        }
         break;
     case COLL_RECV:
-        MPI_CHECK(MPI_Recv(recv, n, ty, c->peer, 0, w, MPI_STATUS_IGNORE));
+        if (rq) {
+            stamp_recv(cm, c->peer, &req->arrival, &rq[1]);
+            MPI_CHECK(MPI_Irecv(recv, n, ty, c->peer, TAG_DATA, w, &rq[0]));
+        } else {
+            stamp_recv(cm, c->peer, &arrival, &stamp_rq[0]);
+            MPI_CHECK(MPI_Recv(recv, n, ty, c->peer, TAG_DATA, w, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Wait(&stamp_rq[0], MPI_STATUS_IGNORE));
+        }
         break;
     case COLL_SENDRECV:
-        MPI_CHECK(MPI_Sendrecv(send, n, ty, c->peer, 0, recv, icount(c->recvcount), ty, c->src, 0,
-                               w, MPI_STATUS_IGNORE));
+        if (rq) {
+            stamp_send(cm, c->peer, c->count * es, &stamp, &stamp_rq[0]);
+            stamp_recv(cm, c->src, &req->arrival, &rq[2]);
+            MPI_CHECK(MPI_Irecv(recv, icount(c->recvcount), ty, c->src, TAG_DATA, w, &rq[0]));
+            MPI_CHECK(MPI_Isend(send, n, ty, c->peer, TAG_DATA, w, &rq[1]));
+            /* a tiny message goes eagerly: this returns at once */
+            MPI_CHECK(MPI_Wait(&stamp_rq[0], MPI_STATUS_IGNORE));
+        } else {
+            stamp_send(cm, c->peer, c->count * es, &stamp, &stamp_rq[0]);
+            stamp_recv(cm, c->src, &arrival, &stamp_rq[1]);
+            MPI_CHECK(MPI_Sendrecv(send, n, ty, c->peer, TAG_DATA, recv, icount(c->recvcount), ty,
+                                   c->src, TAG_DATA, w, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Waitall(2, stamp_rq, MPI_STATUSES_IGNORE));
+        }
         break;
+    default:
+        die("comm: unknown operation %d", (int)c->kind);
     }
+    if (!rq) sleep_until(arrival);
 }
 
 static void *stage(comm_t *cm, int i, size_t bytes) {
@@ -188,41 +357,55 @@ static void *stage(comm_t *cm, int i, size_t bytes) {
 }
 
 static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
-    if (req) memset(req, 0, sizeof *req);
+    double X = 0, t0 = now_s();
+    cm->sent[c->kind] += bus_bytes(cm, c, &X);
+    double extra = link_extra(cm, c->kind, X);
+    if (req) {
+        memset(req, 0, sizeof *req);
+        for (int i = 0; i < 3; i++) req->mpi[i] = MPI_REQUEST_NULL;
+        req->active = 1;
+        req->kind = c->kind;
+        req->arrival = extra > 0 ? t0 + extra : 0.0;
+    } else {
+        watch_begin(coll_name[c->kind], cm->name);
+    }
 #ifdef USE_CUDA
-    if (cm->backend == COMM_NCCL) {
+    if (cm->backend == COMM_NCCL && c->kind != COLL_BARRIER) {   /* NCCL has no barrier */
         nccl_run(cm, c, req);
-        if (req) req->active = 1;
+        if (!req) watch_end();
         return;
     }
 #endif
-    MPI_Request *rq = req ? &req->mpi : NULL;
-    if (req) req->active = 1;
-    if (cm->dev->kind == DEV_CPU) {
-        mpi_start(cm, c, c->send, c->recv, rq);
-        return;
-    }
-    /* Device buffers through the host. Non-blocking calls own their staging
-     * buffers until comm_wait; blocking ones reuse the communicator's. */
-    size_t es = dtype_size(c->t), in = elems_in(cm, c) * es, out = elems_out(cm, c) * es;
-    void *hin, *hout;
-    if (req) {
-        hin = xmalloc(in);
-        hout = xmalloc(out);
-        req->host_in = hin;
+    if (cm->dev->kind == DEV_CPU || c->kind == COLL_BARRIER) {
+        mpi_start(cm, c, c->send, c->recv, req);
     } else {
-        hin = stage(cm, 0, in);
-        hout = stage(cm, 1, out);
+        /* Device buffers through the host. Non-blocking calls own their
+         * staging buffers until comm_wait; blocking ones reuse the
+         * communicator's. */
+        size_t es = dtype_size(c->t), in = elems_in(cm, c) * es, out = elems_out(cm, c) * es;
+        void *hin, *hout;
+        if (req) {
+            hin = xmalloc(in);
+            hout = xmalloc(out);
+            req->host_in = hin;
+        } else {
+            hin = stage(cm, 0, in);
+            hout = stage(cm, 1, out);
+        }
+        if (in) dev_to_host(cm->dev, hin, c->send, in);
+        if (c->kind == COLL_BROADCAST) hout = hin;
+        mpi_start(cm, c, hin, hout, req);
+        if (req) {
+            req->dev_dst = c->recv;
+            req->host_out = hout;
+            req->bytes = out;
+        } else if (out && !(c->kind == COLL_REDUCE && cm->rank != c->peer)) {
+            dev_from_host(cm->dev, c->recv, hout, out);
+        }
     }
-    if (in) dev_to_host(cm->dev, hin, c->send, in);
-    if (c->kind == COLL_BROADCAST) hout = hin;
-    mpi_start(cm, c, hin, hout, rq);
-    if (req) {
-        req->dev_dst = c->recv;
-        req->host_out = hout;
-        req->bytes = out;
-    } else if (out && !(c->kind == COLL_REDUCE && cm->rank != c->peer)) {
-        dev_from_host(cm->dev, c->recv, hout, out);
+    if (!req) {
+        sleep_until(t0 + extra);
+        watch_end();
     }
 }
 
@@ -233,77 +416,84 @@ int comm_progress(comm_t *cm, comm_req_t *req) {
 #endif
     (void)cm;
     int flag = 0;
-    MPI_CHECK(MPI_Test(&req->mpi, &flag, MPI_STATUS_IGNORE));
-    if (flag) req->mpi = MPI_REQUEST_NULL;
-    return flag;
+    MPI_CHECK(MPI_Testall(3, req->mpi, &flag, MPI_STATUSES_IGNORE));
+    return flag && now_s() >= req->arrival;
 }
 
 void comm_wait(comm_t *cm, comm_req_t *req) {
     if (!req->active) return;
+    watch_begin(coll_name[req->kind], cm->name);
 #ifdef USE_CUDA
     if (cm->backend == COMM_NCCL) {
         nccl_wait(cm, req);
         req->active = 0;
+        watch_end();
         return;
     }
 #endif
-    MPI_CHECK(MPI_Wait(&req->mpi, MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_Waitall(3, req->mpi, MPI_STATUSES_IGNORE));
+    sleep_until(req->arrival);
     if (req->dev_dst) dev_from_host(cm->dev, req->dev_dst, req->host_out, req->bytes);
     free(req->host_in);
     free(req->host_out);
     memset(req, 0, sizeof *req);
+    watch_end();
 }
 
 /* ---- the calls --------------------------------------------------------------- */
 
+#define CALL(kind, send, recv, count, recvcount, t, op, peer, src, req)                    \
+    do {                                                                                  \
+        coll_t c_ = {kind, send, recv, count, recvcount, t, op, peer, src};               \
+        run(cm, &c_, req);                                                                \
+    } while (0)
+
 void comm_allreduce(comm_t *cm, const void *send, void *recv, size_t count, dtype_t t, redop_t op) {
-    coll_t c = {COLL_ALLREDUCE, send, recv, count, 0, t, op, 0, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_ALLREDUCE, send, recv, count, 0, t, op, 0, 0, NULL);
 }
 void comm_reduce_scatter(comm_t *cm, const void *send, void *recv, size_t recvcount, dtype_t t, redop_t op) {
-    coll_t c = {COLL_REDUCE_SCATTER, send, recv, recvcount, 0, t, op, 0, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_REDUCE_SCATTER, send, recv, recvcount, 0, t, op, 0, 0, NULL);
 }
 void comm_allgather(comm_t *cm, const void *send, void *recv, size_t sendcount, dtype_t t) {
-    coll_t c = {COLL_ALLGATHER, send, recv, sendcount, 0, t, RED_SUM, 0, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_ALLGATHER, send, recv, sendcount, 0, t, RED_SUM, 0, 0, NULL);
 }
 void comm_broadcast(comm_t *cm, void *buf, size_t count, dtype_t t, int root) {
-    coll_t c = {COLL_BROADCAST, buf, buf, count, 0, t, RED_SUM, root, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_BROADCAST, buf, buf, count, 0, t, RED_SUM, root, 0, NULL);
 }
 void comm_reduce(comm_t *cm, const void *send, void *recv, size_t count, dtype_t t, redop_t op, int root) {
-    coll_t c = {COLL_REDUCE, send, recv, count, 0, t, op, root, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_REDUCE, send, recv, count, 0, t, op, root, 0, NULL);
 }
 void comm_alltoall(comm_t *cm, const void *send, void *recv, size_t count, dtype_t t) {
-    coll_t c = {COLL_ALLTOALL, send, recv, count, 0, t, RED_SUM, 0, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_ALLTOALL, send, recv, count, 0, t, RED_SUM, 0, 0, NULL);
 }
 void comm_send(comm_t *cm, const void *buf, size_t count, dtype_t t, int peer) {
-    coll_t c = {COLL_SEND, buf, NULL, count, 0, t, RED_SUM, peer, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_SEND, buf, NULL, count, 0, t, RED_SUM, peer, 0, NULL);
 }
 void comm_recv(comm_t *cm, void *buf, size_t count, dtype_t t, int peer) {
-    coll_t c = {COLL_RECV, NULL, buf, count, 0, t, RED_SUM, peer, 0};
-    run(cm, &c, NULL);
+    CALL(COLL_RECV, NULL, buf, count, 0, t, RED_SUM, peer, 0, NULL);
 }
 void comm_sendrecv(comm_t *cm, const void *send, size_t sendcount, int dst,
                    void *recv, size_t recvcount, int src, dtype_t t) {
-    coll_t c = {COLL_SENDRECV, send, recv, sendcount, recvcount, t, RED_SUM, dst, src};
-    run(cm, &c, NULL);
+    CALL(COLL_SENDRECV, send, recv, sendcount, recvcount, t, RED_SUM, dst, src, NULL);
 }
-void comm_barrier(comm_t *cm) { MPI_CHECK(MPI_Barrier(cm->mpi)); }
+void comm_barrier(comm_t *cm) { CALL(COLL_BARRIER, NULL, NULL, 0, 0, DT_F32, RED_SUM, 0, 0, NULL); }
 
 void comm_iallreduce(comm_t *cm, const void *send, void *recv, size_t count, dtype_t t, redop_t op, comm_req_t *req) {
-    coll_t c = {COLL_ALLREDUCE, send, recv, count, 0, t, op, 0, 0};
-    run(cm, &c, req);
+    CALL(COLL_ALLREDUCE, send, recv, count, 0, t, op, 0, 0, req);
 }
 void comm_ireduce_scatter(comm_t *cm, const void *send, void *recv, size_t recvcount, dtype_t t, redop_t op, comm_req_t *req) {
-    coll_t c = {COLL_REDUCE_SCATTER, send, recv, recvcount, 0, t, op, 0, 0};
-    run(cm, &c, req);
+    CALL(COLL_REDUCE_SCATTER, send, recv, recvcount, 0, t, op, 0, 0, req);
 }
 void comm_iallgather(comm_t *cm, const void *send, void *recv, size_t sendcount, dtype_t t, comm_req_t *req) {
-    coll_t c = {COLL_ALLGATHER, send, recv, sendcount, 0, t, RED_SUM, 0, 0};
-    run(cm, &c, req);
+    CALL(COLL_ALLGATHER, send, recv, sendcount, 0, t, RED_SUM, 0, 0, req);
+}
+void comm_isend(comm_t *cm, const void *buf, size_t count, dtype_t t, int peer, comm_req_t *req) {
+    CALL(COLL_SEND, buf, NULL, count, 0, t, RED_SUM, peer, 0, req);
+}
+void comm_irecv(comm_t *cm, void *buf, size_t count, dtype_t t, int peer, comm_req_t *req) {
+    CALL(COLL_RECV, NULL, buf, count, 0, t, RED_SUM, peer, 0, req);
+}
+void comm_isendrecv(comm_t *cm, const void *send, size_t sendcount, int dst,
+                    void *recv, size_t recvcount, int src, dtype_t t, comm_req_t *req) {
+    CALL(COLL_SENDRECV, send, recv, sendcount, recvcount, t, RED_SUM, dst, src, req);
 }

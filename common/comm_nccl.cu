@@ -71,6 +71,8 @@ static void enqueue(comm_t *cm, const coll_t *c, cudaStream_t s) {
         NCCL_CHECK(ncclRecv(c->recv, c->recvcount, ty, c->src, nc, s));
         NCCL_CHECK(ncclGroupEnd());
         break;
+    default:
+        die("comm: %s is not an NCCL operation", coll_name[c->kind]);
     }
 }
 

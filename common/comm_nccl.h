@@ -9,11 +9,6 @@
 extern "C" {
 #endif
 
-typedef enum {
-    COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_BROADCAST,
-    COLL_REDUCE, COLL_ALLTOALL, COLL_SEND, COLL_RECV, COLL_SENDRECV
-} coll_kind;
-
 /* One operation, as comm.c describes it to a backend. count is the per-rank
  * element count of comm.h's call (recvcount for reduce-scatter, sendcount for
  * all-gather, per-peer count for all-to-all); peer is the root, the peer of a

@@ -1,6 +1,7 @@
 /* device.c: device choice, buffers, copies and timers (see device.h). */
 #include "device.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,14 +99,86 @@ void device_finalize(device_t *d) {
 #define cuda_timer_stop_ms(t) 0.0
 #endif
 
-void *dev_alloc(const device_t *d, size_t bytes) {
-    if (ON_GPU(d)) return cuda_alloc(d, bytes);
-    return xcalloc(1, bytes);
+/* ---- memory, counted ----------------------------------------------------------
+ * Every live buffer is in an open-addressing table (pointer -> bytes, kind),
+ * so dev_free knows what it returns. A rank allocates a few hundred buffers,
+ * almost all at start-up. */
+const char *const mem_kind_name[MEM_KINDS] = {"params", "grads", "optim", "acts", "comm", "other"};
+static mem_stats_t mem;
+typedef struct { void *p; size_t bytes; int kind; } mem_entry;
+static mem_entry *mem_tab;
+static size_t mem_cap, mem_used;
+
+static size_t mem_slot(const void *p) { return ((uintptr_t)p >> 6) * 0x9e3779b97f4a7c15ull; }
+
+static void mem_put(void *p, size_t bytes, int kind);
+static void mem_grow(void) {
+    mem_entry *old = mem_tab;
+    size_t n = mem_cap;
+    mem_cap = n ? 2 * n : 1024;
+    mem_tab = xcalloc(mem_cap, sizeof *mem_tab);
+    mem_used = 0;
+    for (size_t i = 0; i < n; i++)
+        if (old[i].p) mem_put(old[i].p, old[i].bytes, old[i].kind);
+    free(old);
 }
 
+static void mem_put(void *p, size_t bytes, int kind) {
+    if (2 * (mem_used + 1) > mem_cap) mem_grow();
+    size_t i = mem_slot(p) & (mem_cap - 1);
+    while (mem_tab[i].p) i = (i + 1) & (mem_cap - 1);
+    mem_tab[i] = (mem_entry){p, bytes, kind};
+    mem_used++;
+}
+
+/* Remove p; returns its entry (p NULL when it was not counted). */
+static mem_entry mem_take(const void *p) {
+    mem_entry e = {0};
+    if (!mem_cap) return e;
+    size_t i = mem_slot(p) & (mem_cap - 1);
+    while (mem_tab[i].p && mem_tab[i].p != p) i = (i + 1) & (mem_cap - 1);
+    if (!mem_tab[i].p) return e;
+    e = mem_tab[i];
+    mem_tab[i].p = NULL;
+    mem_used--;
+    /* re-insert the rest of the cluster so lookups still find them */
+    for (size_t j = (i + 1) & (mem_cap - 1); mem_tab[j].p; j = (j + 1) & (mem_cap - 1)) {
+        mem_entry m = mem_tab[j];
+        mem_tab[j].p = NULL;
+        mem_used--;
+        mem_put(m.p, m.bytes, m.kind);
+    }
+    return e;
+}
+
+void *dev_alloc_as(const device_t *d, size_t bytes, mem_kind kind) {
+    void *p = ON_GPU(d) ? cuda_alloc(d, bytes) : xcalloc(1, bytes);
+    mem_put(p, bytes, kind);
+    mem.now[kind] += bytes;
+    mem.total_now += bytes;
+    if (mem.now[kind] > mem.peak[kind]) mem.peak[kind] = mem.now[kind];
+    if (mem.total_now > mem.total_peak) mem.total_peak = mem.total_now;
+    return p;
+}
+
+void *dev_alloc(const device_t *d, size_t bytes) { return dev_alloc_as(d, bytes, MEM_OTHER); }
+
 void dev_free(const device_t *d, void *p) {
+    if (!p) return;
+    mem_entry e = mem_take(p);
+    if (e.p) {
+        mem.now[e.kind] -= e.bytes;
+        mem.total_now -= e.bytes;
+    }
     if (ON_GPU(d)) cuda_free(d, p);
     else free(p);
+}
+
+const mem_stats_t *dev_mem(void) { return &mem; }
+
+void dev_mem_reset_peak(void) {
+    for (int k = 0; k < MEM_KINDS; k++) mem.peak[k] = mem.now[k];
+    mem.total_peak = mem.total_now;
 }
 
 void dev_memset0(const device_t *d, void *p, size_t bytes) {

@@ -33,8 +33,22 @@ void device_finalize(device_t *d);
 /* True when this build has the CUDA backend compiled in. */
 int device_cuda_built(void);
 
-void *dev_alloc(const device_t *d, size_t bytes);      /* zeroed */
-void dev_free(const device_t *d, void *p);
+/* Memory is counted by what it holds, so trainers can print each kind's
+ * high-water mark beside the formulas of their chapter. */
+typedef enum { MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_ACTS, MEM_COMM, MEM_OTHER, MEM_KINDS } mem_kind;
+extern const char *const mem_kind_name[MEM_KINDS];   /* "params", "grads", ... */
+typedef struct {
+    size_t now[MEM_KINDS], peak[MEM_KINDS];   /* bytes per kind: in use, high-water */
+    size_t total_now, total_peak;             /* all kinds together */
+} mem_stats_t;
+
+void *dev_alloc(const device_t *d, size_t bytes);      /* zeroed, counted as MEM_OTHER */
+void *dev_alloc_as(const device_t *d, size_t bytes, mem_kind kind);
+void dev_free(const device_t *d, void *p);            /* NULL is fine */
+/* This rank's device memory as counted by dev_alloc (one device per rank). */
+const mem_stats_t *dev_mem(void);
+/* Restart the high-water marks at the current use. */
+void dev_mem_reset_peak(void);
 void dev_memset0(const device_t *d, void *p, size_t bytes);
 void dev_to_host(const device_t *d, void *host, const void *src, size_t bytes);
 void dev_from_host(const device_t *d, void *dst, const void *host, size_t bytes);

@@ -71,3 +71,24 @@ void mesh_destroy(mesh_t *m) {
     for (int a = 0; a < AXES; a++)
         if (m->axis[a] != MPI_COMM_NULL) MPI_Comm_free(&m->axis[a]);
 }
+
+MPI_Comm mesh_group(const mesh_t *m, unsigned axes) {
+    int colour[AXES], key = 0;
+    memcpy(colour, m->coord, sizeof colour);
+    for (int a = AXES - 1; a >= 0; a--)
+        if (axes & (1u << a)) {
+            colour[a] = 0;
+            key = key * m->size[a] + m->coord[a];
+        }
+    MPI_Comm c;
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, mesh_rank(m, colour), key, &c));
+    return c;
+}
+
+void mesh_dp_split(const mesh_t *m, int K, MPI_Comm *shard, MPI_Comm *replicate) {
+    int dp = m->size[AXIS_DP], i = m->coord[AXIS_DP];
+    if (K < 1 || dp % K)
+        usage_error("the shard group size (%d) must divide the data-parallel degree (%d)", K, dp);
+    MPI_CHECK(MPI_Comm_split(m->axis[AXIS_DP], i / K, i % K, shard));
+    MPI_CHECK(MPI_Comm_split(m->axis[AXIS_DP], i % K, i / K, replicate));
+}

@@ -44,6 +44,20 @@ void mesh_destroy(mesh_t *m);
 /* World rank of the rank at the given coordinates. */
 int mesh_rank(const mesh_t *m, const int coord[AXES]);
 
+/* The ranks that differ from this one only along the axes in `axes` (a bit
+ * mask of 1 << AXIS_*), ordered by their coordinates on those axes with the
+ * lower axis fastest: mesh_group(m, 1 << AXIS_CP | 1 << AXIS_DP) is the
+ * context x data group whose gradients Llama 3 averages together. A new
+ * communicator: MPI_Comm_free it. */
+MPI_Comm mesh_group(const mesh_t *m, unsigned axes);
+
+/* Hybrid sharding (HSDP) cuts the data-parallel axis of size dp = R x K into
+ * groups of K consecutive dp coordinates: `shard` joins the K ranks of this
+ * rank's group (parameters sharded among them), `replicate` the R ranks at
+ * the same position in every group (shards all-reduced across them). K must
+ * divide dp (usage_error). New communicators: MPI_Comm_free them. */
+void mesh_dp_split(const mesh_t *m, int K, MPI_Comm *shard, MPI_Comm *replicate);
+
 #ifdef __cplusplus
 }
 #endif

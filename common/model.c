@@ -1,6 +1,8 @@
-/* model.c: the Llama-style transformer, written once over ops.h so that the
- * same code runs on the CPU and on a GPU. The definition it implements is in
- * MODEL.md; the comments here say how the backward pass is arranged. */
+/* model.c: the Llama-style transformer on a device, written once over ops.h
+ * so that the same code runs on the CPU and on a GPU, for the whole model or
+ * any shard of it (model.h). The definition it implements is in MODEL.md;
+ * the layout and the shards are in model_shard.c. Comments here say how the
+ * passes are arranged and where the chapters' communication goes. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,299 +13,274 @@
 #include "model.h"
 #include "ops.h"
 
-/* ---- config ------------------------------------------------------------------- */
-void model_config_check(const model_config_t *c) {
-    if (c->vocab < 2) usage_error("vocab must be at least 2 (got %d)", c->vocab);
-    if (c->dim < 1 || c->layers < 1 || c->heads < 1 || c->kv_heads < 1 || c->ffn < 1 || c->seq < 1)
-        usage_error("dim, layers, heads, kv-heads, ffn and seq must all be >= 1 "
-                    "(got dim %d, layers %d, heads %d, kv-heads %d, ffn %d, seq %d)",
-                    c->dim, c->layers, c->heads, c->kv_heads, c->ffn, c->seq);
-    if (c->dim % c->heads)
-        usage_error("heads (%d) must divide dim (%d)", c->heads, c->dim);
-    if (c->heads % c->kv_heads)
-        usage_error("kv-heads (%d) must divide heads (%d)", c->kv_heads, c->heads);
-    if ((c->dim / c->heads) % 2)
-        usage_error("head dim = dim / heads = %d must be even (RoPE rotates pairs)",
-                    c->dim / c->heads);
-}
+/* ---- small helpers ------------------------------------------------------------- */
+static size_t es_of(const model_t *m) { return dtype_size(m->dtype); }
+/* p + n elements of the model's dtype */
+static void *at(const model_t *m, const void *p, size_t n) { return (char *)p + n * es_of(m); }
+/* Element off of unit u's weights, and of its gradients. */
+static void *W(const model_t *m, int u, size_t off) { return at(m, m->unit_w[u], off); }
+static float *G(const model_t *m, int u, size_t off) { return m->unit_g[u] + off; }
 
-int model_default_ffn(int dim) {
-    int h = (8 * dim) / 3;
-    return (h + 63) / 64 * 64;
-}
-
-/* ---- layout -------------------------------------------------------------------- */
-void model_layout(model_layout_t *lay, const model_config_t *c, int first, int last) {
-    size_t C = c->dim, hd = c->dim / c->heads, Hq = c->heads * hd, Hkv = c->kv_heads * hd;
-    size_t F = c->ffn, V = c->vocab;
-    memset(lay, 0, sizeof *lay);
-    lay->first = first;
-    lay->last = last;
-    lay->has_embedding = first == 0;
-    lay->has_head = last == c->layers;
-    layer_offsets_t *o = &lay->in_layer;
-    o->attn_norm = 0;
-    o->wq = o->attn_norm + C;
-    o->wk = o->wq + C * Hq;
-    o->wv = o->wk + C * Hkv;
-    o->wo = o->wv + C * Hkv;
-    o->mlp_norm = o->wo + Hq * C;
-    o->w1 = o->mlp_norm + C;
-    o->w3 = o->w1 + C * F;
-    o->w2 = o->w3 + C * F;
-    lay->layer_size = o->w2 + F * C;
-    size_t off = 0;
-    lay->embedding = 0;
-    if (lay->has_embedding) off += V * C;
-    lay->layers_begin = off;
-    off += (size_t)(last - first) * lay->layer_size;
-    if (lay->has_head) {
-        lay->final_norm = off;
-        lay->lm_head = off + C;
-        off += C + C * V;
+static void unit_hooks(model_t *m, int unit, model_pass_t pass, int after) {
+    for (int i = 0; i < m->n_hooks; i++) {
+        model_unit_fn f = after ? m->hooks[i].after : m->hooks[i].before;
+        if (f) f(m->hooks[i].ctx, m, unit, pass);
     }
-    lay->total = off;
+    if (!after && (!m->unit_w[unit] || (pass == PASS_BACKWARD && !m->unit_g[unit])))
+        die("model: unit %d has no %s (a hook must provide them when the model holds none)", unit,
+            m->unit_w[unit] ? "gradients" : "weights");
 }
 
-size_t model_layer_begin(const model_layout_t *lay, int l) {
-    return lay->layers_begin + (size_t)(l - lay->first) * lay->layer_size;
-}
-size_t model_layer_end(const model_layout_t *lay, int l) {
-    return model_layer_begin(lay, l) + lay->layer_size;
-}
-
-size_t model_param_count(const model_config_t *c) {
-    model_layout_t lay;
-    model_layout(&lay, c, 0, c->layers);
-    return lay.total;
-}
-
-double model_flops_per_token(const model_config_t *c) {
-    double C = c->dim, hd = (double)c->dim / c->heads;
-    double per_layer = C * hd * (c->heads + 2.0 * c->kv_heads)   /* wq, wk, wv */
-                     + hd * c->heads * C                         /* wo */
-                     + 3.0 * C * c->ffn;                         /* w1, w3, w2 */
-    double n_matmul = c->layers * per_layer + C * c->vocab;      /* + lm_head */
-    return 6.0 * n_matmul + 12.0 * c->layers * C * c->seq;
-}
-
-static int add_tensor(model_tensor_t *out, int max, int n, const char *name, size_t off,
-                      size_t rows, size_t cols, int is_norm) {
-    if (n < max) {
-        snprintf(out[n].name, sizeof out[n].name, "%s", name);
-        out[n].offset = off;
-        out[n].rows = rows;
-        out[n].cols = cols;
-        out[n].is_norm = is_norm;
-    }
-    return n + 1;
-}
-
-int model_tensors(const model_layout_t *lay, const model_config_t *c, model_tensor_t *out,
-                  int max) {
-    size_t C = c->dim, hd = c->dim / c->heads, Hq = c->heads * hd, Hkv = c->kv_heads * hd;
-    size_t F = c->ffn, V = c->vocab;
-    int n = 0;
-    char name[32];
-    if (lay->has_embedding) n = add_tensor(out, max, n, "tok_embedding", lay->embedding, V, C, 0);
-    for (int l = lay->first; l < lay->last; l++) {
-        size_t b = model_layer_begin(lay, l);
-        const layer_offsets_t *o = &lay->in_layer;
-#define T_(nm, off, r, cc, norm)                                                        \
-        snprintf(name, sizeof name, "layers.%d." nm, l);                                \
-        n = add_tensor(out, max, n, name, b + (off), r, cc, norm);
-        T_("attn_norm", o->attn_norm, 1, C, 1)
-        T_("wq", o->wq, C, Hq, 0)
-        T_("wk", o->wk, C, Hkv, 0)
-        T_("wv", o->wv, C, Hkv, 0)
-        T_("wo", o->wo, Hq, C, 0)
-        T_("mlp_norm", o->mlp_norm, 1, C, 1)
-        T_("w1", o->w1, C, F, 0)
-        T_("w3", o->w3, C, F, 0)
-        T_("w2", o->w2, F, C, 0)
-#undef T_
-    }
-    if (lay->has_head) {
-        n = add_tensor(out, max, n, "final_norm", lay->final_norm, 1, C, 1);
-        n = add_tensor(out, max, n, "lm_head", lay->lm_head, C, V, 0);
-    }
-    return n;
-}
-
-/* ---- initialisation ------------------------------------------------------------
- * splitmix64 (Steele, Lea & Flood 2014) gives 64-bit words; Box-Muller turns
- * each pair of uniforms into two normals. Everything in double, so the
- * sequence is the same on every machine. */
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void model_init_params(float *p, const model_config_t *c, uint64_t seed) {
-    model_layout_t lay;
-    model_layout(&lay, c, 0, c->layers);
-    int nt = model_tensors(&lay, c, NULL, 0);
-    model_tensor_t *ts = xmalloc(sizeof *ts * nt);
-    model_tensors(&lay, c, ts, nt);
-    /* The std of every flat index, tensor by tensor; then one normal per index. */
-    const double out_std = MODEL_INIT_STD / sqrt(2.0 * c->layers);
-    uint64_t s = seed;
-    double z[2];
-    size_t i = 0;
-    for (int k = 0; k < nt; k++) {
-        size_t n = ts[k].rows * ts[k].cols;
-        const char *dot = strrchr(ts[k].name, '.');
-        const char *base = dot ? dot + 1 : ts[k].name;
-        double std = ts[k].is_norm ? 0.0
-                   : (!strcmp(base, "wo") || !strcmp(base, "w2")) ? out_std : MODEL_INIT_STD;
-        for (size_t e = 0; e < n; e++, i++) {
-            if (i % 2 == 0) {   /* a new pair of normals for indices i and i+1 */
-                double u1 = ((double)(splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53;   /* (0, 1] */
-                double u2 = (double)(splitmix64(&s) >> 11) * 0x1.0p-53;           /* [0, 1) */
-                double r = sqrt(-2.0 * log(u1)), a = 2.0 * M_PI * u2;
-                z[0] = r * cos(a);
-                z[1] = r * sin(a);
-            }
-            p[ts[k].offset + e] = ts[k].is_norm ? 1.0f : (float)(std * z[i % 2]);
-        }
-    }
-    free(ts);
-}
-
-void model_stage_slice(const model_config_t *c, int first, int last, const float *full,
-                       float *stage) {
-    model_layout_t f, s;
-    model_layout(&f, c, 0, c->layers);
-    model_layout(&s, c, first, last);
-    if (s.has_embedding) memcpy(stage + s.embedding, full + f.embedding, (size_t)c->vocab * c->dim * sizeof(float));
-    memcpy(stage + s.layers_begin, full + model_layer_begin(&f, first),
-           (size_t)(last - first) * s.layer_size * sizeof(float));
-    if (s.has_head) memcpy(stage + s.final_norm, full + f.final_norm, (f.total - f.final_norm) * sizeof(float));
-}
-
-/* ---- allocation ------------------------------------------------------------------ */
-static void *alloc_t(const model_t *m, size_t n) { return dev_alloc(m->d, n * dtype_size(m->dtype)); }
-static float *alloc_f(const model_t *m, size_t n) { return dev_alloc(m->d, n * sizeof(float)); }
-
-void model_acts_alloc(const model_t *m, model_acts_t *a, int max_batch) {
-    const model_config_t *c = &m->cfg;
-    size_t N = (size_t)max_batch * c->seq, C = c->dim, Hq = (size_t)c->heads * m->hd;
-    size_t Hkv = (size_t)c->kv_heads * m->hd, F = c->ffn;
-    memset(a, 0, sizeof *a);
-    a->n_layers = m->last - m->first;
-    a->resid = xcalloc(a->n_layers + 1, sizeof *a->resid);
-    a->blocks = xcalloc(a->n_layers, sizeof *a->blocks);
-    for (int i = 0; i <= a->n_layers; i++) a->resid[i] = alloc_t(m, N * C);
-    for (int i = 0; i < a->n_layers; i++) {
-        block_acts_t *b = &a->blocks[i];
-        b->x = a->resid[i];
-        b->xn1 = alloc_t(m, N * C);
-        b->rstd1 = alloc_f(m, N);
-        b->q = alloc_t(m, N * Hq);
-        b->k = alloc_t(m, N * Hkv);
-        b->v = alloc_t(m, N * Hkv);
-        b->att = alloc_t(m, N * Hq);
-        b->lse = alloc_f(m, (size_t)max_batch * c->heads * c->seq);
-        b->h = alloc_t(m, N * C);
-        b->xn2 = alloc_t(m, N * C);
-        b->rstd2 = alloc_f(m, N);
-        b->u1 = alloc_t(m, N * F);
-        b->u3 = alloc_t(m, N * F);
-        b->g = alloc_t(m, N * F);
-    }
-    if (m->layout.has_head) {
-        a->xnf = alloc_t(m, N * C);
-        a->rstdf = alloc_f(m, N);
-        a->logits = alloc_t(m, N * c->vocab);
-        a->lse = alloc_f(m, N);
-        a->loss = alloc_f(m, N);
-    }
-}
-
-void model_acts_free(const model_t *m, model_acts_t *a) {
-    const device_t *d = m->d;
-    for (int i = 0; i < a->n_layers; i++) {
-        block_acts_t *b = &a->blocks[i];
-        void *bufs[] = {b->xn1, b->rstd1, b->q, b->k, b->v, b->att, b->lse, b->h, b->xn2,
-                        b->rstd2, b->u1, b->u3, b->g};
-        for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++) dev_free(d, bufs[j]);
-    }
-    for (int i = 0; i <= a->n_layers; i++) dev_free(d, a->resid[i]);
-    if (a->xnf) {
-        dev_free(d, a->xnf);
-        dev_free(d, a->rstdf);
-        dev_free(d, a->logits);
-        dev_free(d, a->lse);
-        dev_free(d, a->loss);
-    }
-    free(a->resid);
-    free(a->blocks);
-    memset(a, 0, sizeof *a);
-}
-
-void model_init(model_t *m, const model_config_t *c, int first, int last, int max_batch,
-                dtype_t dtype, const device_t *d) {
-    model_config_check(c);
-    if (first < 0 || last > c->layers || first >= last)
-        usage_error("layer range [%d, %d) is not inside [0, %d)", first, last, c->layers);
-    if (max_batch < 1) usage_error("max batch must be >= 1 (got %d)", max_batch);
+/* ---- the object ------------------------------------------------------------------ */
+void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int max_batch,
+                dtype_t dtype, const device_t *d, int with_params) {
     memset(m, 0, sizeof *m);
     m->cfg = *c;
+    model_config_check(&m->cfg);
+    model_shard_check(&m->cfg, s);
+    if (max_batch < 1) usage_error("max batch must be >= 1 (got %d)", max_batch);
+    c = &m->cfg;
+    m->shard = *s;
     m->d = d;
     m->dtype = dtype;
-    m->first = first;
-    m->last = last;
-    m->hd = c->dim / c->heads;
     m->max_batch = max_batch;
-    model_layout(&m->layout, c, first, last);
-    m->params = alloc_t(m, m->layout.total);
-    m->grads = alloc_f(m, m->layout.total);
+
+    /* Shapes, read back from the tensor list so there is one definition. */
+    int nt = model_tensors(c, s, NULL, 0);
+    model_tensor_t *ts = xmalloc(sizeof *ts * (size_t)nt);
+    model_tensors(c, s, ts, nt);
+    m->hd = c->head_dim;
+    m->has_embedding = ts[0].layer == -1;
+    m->has_head = ts[nt - 1].layer == c->layers;
+    m->n_layers = s->per_chunk * s->chunks;
+    const model_tensor_t *L0 = &ts[m->has_embedding ? 1 : 0];   /* layer tensors, in order */
+    m->H = (int)(L0[1].cols / m->hd);
+    m->KV = (int)(L0[2].cols / m->hd);
+    m->kv0 = (int)(L0[2].col0 / m->hd);
+    m->F = (int)L0[6].cols;
+    m->V = c->vocab / s->tp;
+    m->v0 = s->tp_rank * m->V;
+    size_t *lo = &m->lo.attn_norm;
+    for (int k = 0; k < 9; k++) lo[k] = L0[k].offset - L0[0].offset;
+    m->layer_size = L0[8].offset + L0[8].rows * L0[8].cols - L0[0].offset;
+    m->size = ts[nt - 1].offset + ts[nt - 1].rows * ts[nt - 1].cols;
+    free(ts);
+    m->nck = s->cp > 1 && s->cp_balance ? 2 : 1;
+    m->T = c->seq / s->cp;
+    m->Tc = m->T / m->nck;
+    m->chunk_pos[0] = m->nck == 2 ? s->cp_rank * m->Tc : s->cp_rank * m->T;
+    m->chunk_pos[1] = m->nck == 2 ? (2 * s->cp - 1 - s->cp_rank) * m->Tc : 0;
+
+    /* Units: [embedding] layers [head], in flat order. */
+    m->n_units = m->n_layers + m->has_embedding + m->has_head;
+    m->units = xcalloc((size_t)m->n_units, sizeof *m->units);
+    size_t off = 0;
+    int u = 0;
+    if (m->has_embedding) {
+        m->units[u++] = (model_unit_t){0, (size_t)m->V * c->dim, -1, 0};
+        off = (size_t)m->V * c->dim;
+    }
+    for (int i = 0; i < m->n_layers; i++, off += m->layer_size)
+        m->units[u++] = (model_unit_t){off, m->layer_size, model_shard_layer(s, i), i / s->per_chunk};
+    if (m->has_head) m->units[u++] = (model_unit_t){off, m->size - off, c->layers, s->chunks - 1};
+    m->unit_w = xcalloc((size_t)m->n_units, sizeof *m->unit_w);
+    m->unit_g = xcalloc((size_t)m->n_units, sizeof *m->unit_g);
+    if (with_params) {
+        m->params = dev_alloc_as(d, m->size * es_of(m), MEM_PARAMS);
+        m->grads = dev_alloc_as(d, m->size * sizeof(float), MEM_GRADS);
+        for (int k = 0; k < m->n_units; k++) {
+            m->unit_w[k] = at(m, m->params, m->units[k].offset);
+            m->unit_g[k] = m->grads + m->units[k].offset;
+        }
+    }
 
     size_t ncs = (size_t)c->seq * m->hd;   /* seq x hd/2 pairs of (cos, sin) */
     float *cs = xmalloc(ncs * sizeof(float));
     rope_table(cs, c->seq, m->hd, MODEL_ROPE_BASE);
-    m->rope_cs = alloc_f(m, ncs);
+    m->rope_cs = dev_alloc_as(d, ncs * sizeof(float), MEM_OTHER);
     dev_from_host(d, m->rope_cs, cs, ncs * sizeof(float));
     free(cs);
 
-    model_acts_alloc(m, &m->own_acts, max_batch);
-    m->acts = &m->own_acts;
-
-    size_t N = (size_t)max_batch * c->seq, C = c->dim, Hq = (size_t)c->heads * m->hd;
-    size_t Hkv = (size_t)c->kv_heads * m->hd, F = c->ffn;
-    model_scratch_t *s = &m->scratch;
-    s->dres = alloc_t(m, N * C);
-    s->dxn = alloc_t(m, N * C);
-    s->dq = alloc_t(m, N * Hq);
-    s->dk = alloc_t(m, N * Hkv);
-    s->dv = alloc_t(m, N * Hkv);
-    s->datt = alloc_t(m, N * Hq);
-    s->du1 = alloc_t(m, N * F);
-    s->du3 = alloc_t(m, N * F);
-    s->dg = alloc_t(m, N * F);
-    if (m->layout.has_head) s->dlogits = alloc_t(m, N * c->vocab);
-    m->tokens = dev_alloc(d, N * sizeof(int));
-    m->targets = dev_alloc(d, N * sizeof(int));
-    m->loss_host = xmalloc(N * sizeof(float));
+    /* Backward scratch, for the largest micro-batch. */
+    size_t Rf = (size_t)max_batch * m->T, R = s->sp ? Rf / s->tp : Rf, C = c->dim;
+    size_t Hq = (size_t)m->H * m->hd, Hkv = (size_t)m->KV * m->hd, F = m->F, es = es_of(m);
+    if (s->sp && Rf % s->tp)
+        usage_error("sequence parallelism: %zu tokens per micro-batch do not split over %d ranks",
+                    Rf, s->tp);
+#define SCR(name, n) m->scr.name = dev_alloc_as(d, (n) * es, MEM_ACTS)
+    SCR(dres, R * C);
+    SCR(dxn, Rf * C);
+    m->scr.dxn_r = s->sp ? dev_alloc_as(d, R * C * es, MEM_ACTS) : m->scr.dxn;
+    if (s->sp) { SCR(full, Rf * C); SCR(part, Rf * C); }
+    SCR(dq, Rf * Hq); SCR(dk, Rf * Hkv); SCR(dv, Rf * Hkv); SCR(datt, Rf * Hq);
+    SCR(du1, Rf * F); SCR(du3, Rf * F); SCR(dg, Rf * F);
+    if (m->has_head) SCR(dlogits, Rf * m->V);
+    SCR(out, R * C);
+    SCR(att, Rf * Hq);
+    SCR(att_b, (size_t)max_batch * m->Tc * Hq);
+#undef SCR
+    m->scr.lse = dev_alloc_as(d, (size_t)max_batch * m->H * m->T * sizeof(float), MEM_ACTS);
+    m->scr.lse_b = dev_alloc_as(d, (size_t)max_batch * m->H * m->Tc * sizeof(float), MEM_ACTS);
+    m->attn = (model_attn_t){NULL, model_attn_local_forward, model_attn_local_backward};
 }
 
 void model_free(model_t *m) {
     const device_t *d = m->d;
-    model_acts_free(m, &m->own_acts);
-    model_scratch_t *s = &m->scratch;
-    void *bufs[] = {s->dres, s->dxn, s->dq, s->dk, s->dv, s->datt, s->du1, s->du3, s->dg,
-                    s->dlogits, m->params, m->grads, m->rope_cs, m->tokens, m->targets};
-    for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
-        if (bufs[j]) dev_free(d, bufs[j]);
-    free(m->loss_host);
+    if (m->scr.dxn_r != m->scr.dxn) dev_free(d, m->scr.dxn_r);
+    void *scr[] = {m->scr.dres, m->scr.dxn, m->scr.full, m->scr.part, m->scr.dq, m->scr.dk,
+                   m->scr.dv, m->scr.datt, m->scr.du1, m->scr.du3, m->scr.dg, m->scr.dlogits,
+                   m->scr.out, m->scr.att, m->scr.lse, m->scr.lse_b, m->scr.att_b};
+    for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) dev_free(d, scr[i]);
+    dev_free(d, m->params);
+    dev_free(d, m->grads);
+    dev_free(d, m->rope_cs);
+    free(m->units);
+    free(m->unit_w);
+    free(m->unit_g);
     memset(m, 0, sizeof *m);
+}
+
+void model_add_hook(model_t *m, model_unit_fn before, model_unit_fn after, void *ctx) {
+    if (m->n_hooks == MODEL_MAX_HOOKS) die("model: more than %d hooks", MODEL_MAX_HOOKS);
+    m->hooks[m->n_hooks].before = before;
+    m->hooks[m->n_hooks].after = after;
+    m->hooks[m->n_hooks].ctx = ctx;
+    m->n_hooks++;
+}
+
+int model_counts_loss(const model_t *m) { return m->has_head && m->shard.tp_rank == 0; }
+void *model_grad_input(model_t *m) { return m->scr.dres; }
+
+/* ---- activations --------------------------------------------------------------------- */
+static void *acts_buf(model_t *m, model_acts_t *a, size_t bytes) {
+    if (a->nbufs == a->capbufs) {
+        a->capbufs = a->capbufs ? 2 * a->capbufs : 64;
+        void **b = xmalloc(sizeof *b * (size_t)a->capbufs);
+        if (a->nbufs) memcpy(b, a->bufs, sizeof *b * (size_t)a->nbufs);
+        free(a->bufs);
+        a->bufs = b;
+    }
+    void *p = dev_alloc_as(m->d, bytes, MEM_ACTS);
+    a->bufs[a->nbufs++] = p;
+    a->bytes += bytes;
+    return p;
+}
+
+/* A block's own buffers (everything but x). */
+static void block_alloc(model_t *m, model_acts_t *a, block_acts_t *b, int keep_att) {
+    size_t R = a->rows, Rf = a->rows_full, C = m->cfg.dim, es = es_of(m);
+    size_t Hq = (size_t)m->H * m->hd, Hkv = (size_t)m->KV * m->hd, F = m->F;
+    b->xn1 = acts_buf(m, a, R * C * es);
+    b->rstd1 = acts_buf(m, a, R * sizeof(float));
+    b->q = acts_buf(m, a, Rf * Hq * es);
+    b->k = acts_buf(m, a, Rf * Hkv * es);
+    b->v = acts_buf(m, a, Rf * Hkv * es);
+    b->att = keep_att ? acts_buf(m, a, Rf * Hq * es) : NULL;
+    b->lse = acts_buf(m, a, (size_t)a->B * m->H * m->T * sizeof(float));
+    b->h = acts_buf(m, a, R * C * es);
+    b->xn2 = acts_buf(m, a, R * C * es);
+    b->rstd2 = acts_buf(m, a, R * sizeof(float));
+    b->u1 = acts_buf(m, a, Rf * F * es);
+    b->u3 = acts_buf(m, a, Rf * F * es);
+    b->g = acts_buf(m, a, Rf * F * es);
+}
+
+/* With recompute_every = C, the input of every C-th layer (and the chunk's
+ * output) has a buffer of its own; the other inputs and all the blocks'
+ * insides share C "slots", which the backward pass refills one segment of
+ * C layers at a time. */
+void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
+                     int selective) {
+    const model_shard_t *s = &m->shard;
+    if (B < 1 || B > m->max_batch) die("model: micro-batch of %d sequences outside [1, %d]", B, m->max_batch);
+    if (chunk < 0 || chunk >= s->chunks) die("model: chunk %d outside [0, %d)", chunk, s->chunks);
+    if (recompute_every < 0) die("model: recompute_every must be >= 0");
+    memset(a, 0, sizeof *a);
+    a->chunk = chunk;
+    a->B = B;
+    a->n_layers = s->per_chunk;
+    a->has_embedding = m->has_embedding && chunk == 0;
+    a->has_head = m->has_head && chunk == s->chunks - 1;
+    a->first_unit = m->has_embedding + chunk * s->per_chunk;
+    a->recompute_every = recompute_every;
+    a->selective = selective;
+    a->rows_full = (size_t)B * m->T;
+    a->rows = s->sp ? a->rows_full / s->tp : a->rows_full;
+    size_t R = a->rows, Rf = a->rows_full, C = m->cfg.dim, es = es_of(m);
+    int n = a->n_layers, every = recompute_every;
+    int slots = every ? (every < n ? every : n) : n;
+
+    a->tokens = acts_buf(m, a, Rf * sizeof(int));
+    a->targets = acts_buf(m, a, Rf * sizeof(int));
+    a->targets_host = xcalloc(Rf, sizeof(int));
+    a->resid = xcalloc((size_t)n + 1, sizeof *a->resid);
+    a->blocks = xcalloc((size_t)n, sizeof *a->blocks);
+    block_acts_t *slot = xcalloc((size_t)slots, sizeof *slot);
+    void **slot_x = xcalloc((size_t)slots, sizeof *slot_x);
+    for (int j = 0; j < slots; j++) {
+        block_alloc(m, a, &slot[j], !selective);
+        if (every && j > 0) slot_x[j] = acts_buf(m, a, R * C * es);
+    }
+    for (int i = 0; i <= n; i++) {
+        int own = i == 0 || i == n || !every || i % every == 0;
+        a->resid[i] = own ? acts_buf(m, a, R * C * es) : slot_x[i % every];
+    }
+    for (int i = 0; i < n; i++) {
+        a->blocks[i] = slot[every ? i % every : i];
+        a->blocks[i].x = a->resid[i];
+    }
+    free(slot);
+    free(slot_x);
+    if (a->has_head) {
+        a->xnf = acts_buf(m, a, R * C * es);
+        a->rstdf = acts_buf(m, a, R * sizeof(float));
+        a->logits = acts_buf(m, a, Rf * (size_t)m->V * es);
+        a->lse = acts_buf(m, a, Rf * sizeof(float));
+        a->picked = acts_buf(m, a, Rf * sizeof(float));
+        a->lse_host = xmalloc(Rf * sizeof(float));
+        a->picked_host = xmalloc(Rf * sizeof(float));
+    }
+}
+
+void model_acts_free(model_t *m, model_acts_t *a) {
+    for (int i = 0; i < a->nbufs; i++) dev_free(m->d, a->bufs[i]);
+    free(a->bufs);
+    free(a->resid);
+    free(a->blocks);
+    free(a->targets_host);
+    free(a->lse_host);
+    free(a->picked_host);
+    memset(a, 0, sizeof *a);
+}
+
+/* Row (k, b, t) of this rank (chunk-major) is token chunk_pos[k] + t of
+ * sequence b. */
+void model_set_batch(model_t *m, model_acts_t *a, const int *tokens, const int *targets) {
+    const int T = m->cfg.seq, Tc = m->Tc, B = a->B, V = m->cfg.vocab;
+    const size_t Rf = a->rows_full;
+    int *buf = xmalloc(Rf * sizeof(int));
+    for (int pass = 0; pass < 2; pass++) {
+        const int *src = pass == 0 ? tokens : targets;
+        if (!src) continue;
+        for (int k = 0; k < m->nck; k++)
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < Tc; t++) {
+                    int v = src[(size_t)b * T + m->chunk_pos[k] + t];
+                    if (v >= V || (pass == 0 && v < 0))
+                        die("model: %s %d at sequence %d, position %d is outside [0, %d)",
+                            pass == 0 ? "token" : "target", v, b, m->chunk_pos[k] + t, V);
+                    buf[((size_t)k * B + b) * Tc + t] = v;
+                }
+        dev_from_host(m->d, pass == 0 ? a->tokens : a->targets, buf, Rf * sizeof(int));
+        if (pass == 1) memcpy(a->targets_host, buf, Rf * sizeof(int));
+    }
+    free(buf);
 }
 
 /* ---- parameters ------------------------------------------------------------------ */
 void model_load_params(model_t *m, const float *host) {
-    size_t n = m->layout.total;
+    size_t n = m->size;
+    if (!m->params) die("model_load_params: this model holds no parameters");
     if (m->dtype == DT_F32) {
         dev_from_host(m->d, m->params, host, n * sizeof(float));
         return;
@@ -314,15 +291,9 @@ void model_load_params(model_t *m, const float *host) {
     free(tmp);
 }
 
-void model_load_full_params(model_t *m, const float *full) {
-    float *stage = xmalloc(m->layout.total * sizeof(float));
-    model_stage_slice(&m->cfg, m->first, m->last, full, stage);
-    model_load_params(m, stage);
-    free(stage);
-}
-
 void model_get_params(const model_t *m, float *host) {
-    size_t n = m->layout.total;
+    size_t n = m->size;
+    if (!m->params) die("model_get_params: this model holds no parameters");
     if (m->dtype == DT_F32) {
         dev_to_host(m->d, host, m->params, n * sizeof(float));
         return;
@@ -334,156 +305,308 @@ void model_get_params(const model_t *m, float *host) {
 }
 
 void model_zero_grads(model_t *m) {
-    dev_memset0(m->d, m->grads, m->layout.total * sizeof(float));
+    if (m->grads) dev_memset0(m->d, m->grads, m->size * sizeof(float));
 }
 
-void *model_input(model_t *m) { return m->acts->resid[0]; }
-void *model_output(model_t *m) { return m->acts->resid[m->acts->n_layers]; }
-void *model_grad_io(model_t *m) { return m->scratch.dres; }
-
-/* ---- one block ----------------------------------------------------------------------- */
-/* Element offset off of the working params, as a typed pointer. */
-static void *W(const model_t *m, size_t off) {
-    return (char *)m->params + off * dtype_size(m->dtype);
+/* ---- the tensor-parallel seams ----------------------------------------------------
+ * rows_of(x) is a residual-stream tensor (R rows), full tensors have Rf rows.
+ * Without tensor parallelism both are no-ops; without sequence parallelism
+ * "gather" is one too and "reduce" is an all-reduce in place. */
+static const void *gathered(model_t *m, const model_acts_t *a, const void *x) {
+    if (!m->shard.sp) return x;
+    m->tp->gather(m->tp->ctx, x, m->scr.full, a->rows, m->cfg.dim, m->dtype);
+    return m->scr.full;
 }
 
-void block_forward(model_t *m, int layer, block_acts_t *a, void *y, int B) {
+static void *reduced(model_t *m, const model_acts_t *a, void *partial, void *dst) {
+    if (m->shard.tp == 1) return partial;
+    if (!m->shard.sp) dst = partial;
+    m->tp->reduce(m->tp->ctx, partial, dst, a->rows_full, m->cfg.dim, m->dtype);
+    return dst;
+}
+
+/* out (R rows) = resid + in @ Wt, in (Rf, K), Wt (K, C) row-parallel: each
+ * rank adds its own rows of the residual into its block of the partial
+ * product (rank 0 all of them without sp), so the reduce sums the residual
+ * once. Without tensor parallelism: out = resid, then the GEMM accumulates
+ * onto it (beta = 1), one rounding in bf16. */
+static void residual_out(model_t *m, const model_acts_t *a, const void *resid, const void *in,
+                         int K, const void *Wt, void *out) {
+    const device_t *d = m->d;
+    const size_t R = a->rows, Rf = a->rows_full, C = m->cfg.dim, es = es_of(m);
+    const int r = m->shard.tp_rank;
+    void *part = m->shard.sp ? m->scr.part : out;
+    if (m->shard.sp) {
+        dev_memset0(d, part, Rf * C * es);
+        dev_copy(d, at(m, part, (size_t)r * R * C), resid, R * C * es);
+    } else if (r == 0) {
+        dev_copy(d, part, resid, R * C * es);
+    } else {
+        dev_memset0(d, part, R * C * es);
+    }
+    op_matmul(d, 0, 0, (int)Rf, (int)C, K, 1.0f, in, K, Wt, (int)C, m->dtype, 1.0f, part, (int)C, m->dtype);
+    reduced(m, a, part, out);
+}
+
+/* Rotate q (H heads) or k (KV heads) of every local token chunk at its
+ * positions; inverse for the backward pass. */
+static void rope_chunks(model_t *m, const model_acts_t *a, void *x, int heads, int inverse) {
+    size_t chunk = (size_t)a->B * m->Tc * heads * m->hd;
+    for (int k = 0; k < m->nck; k++)
+        op_rope(m->d, m->dtype, at(m, x, k * chunk), m->rope_cs, a->B, m->Tc, heads, m->hd,
+                m->chunk_pos[k], inverse);
+}
+
+/* ---- the default attention core: every pair of this rank's chunks ----------------- */
+/* Pair (qk, kk) has a key a query can see. */
+static int visible(const model_t *m, int qk, int kk) {
+    return m->chunk_pos[kk] <= m->chunk_pos[qk] + m->Tc - 1;
+}
+
+void model_attn_local_forward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
+                              const void *k, const void *v, void *out, float *lse) {
+    (void)ctx;
+    const int B = a->B, Tc = m->Tc, H = m->H, KV = m->KV, hd = m->hd;
+    const size_t cq = (size_t)B * Tc * H * hd, ck = (size_t)B * Tc * KV * hd, cl = (size_t)B * H * Tc;
+    for (int qk = 0; qk < m->nck; qk++) {
+        int first = 1;
+        for (int kk = 0; kk < m->nck; kk++) {
+            if (!visible(m, qk, kk)) continue;
+            void *o = first ? at(m, out, qk * cq) : m->scr.att_b;
+            float *l = first ? lse + qk * cl : m->scr.lse_b;
+            op_attn_forward(m->d, m->dtype, at(m, q, qk * cq), at(m, k, kk * ck), at(m, v, kk * ck),
+                            o, l, B, Tc, Tc, H, KV, hd, m->chunk_pos[qk], m->chunk_pos[kk]);
+            if (!first)
+                op_attn_merge(m->d, m->dtype, at(m, out, qk * cq), lse + qk * cl, m->scr.att_b,
+                              m->scr.lse_b, B, Tc, H, hd);
+            first = 0;
+        }
+    }
+}
+
+void model_attn_local_backward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
+                               const void *k, const void *v, const void *out, const void *dout,
+                               const float *lse, void *dq, void *dk, void *dv) {
+    (void)ctx;
+    const int B = a->B, Tc = m->Tc, H = m->H, KV = m->KV, hd = m->hd;
+    const size_t cq = (size_t)B * Tc * H * hd, ck = (size_t)B * Tc * KV * hd, cl = (size_t)B * H * Tc;
+    for (int qk = 0; qk < m->nck; qk++)
+        for (int kk = 0; kk < m->nck; kk++) {
+            if (!visible(m, qk, kk)) continue;
+            op_attn_backward(m->d, m->dtype, at(m, q, qk * cq), at(m, k, kk * ck), at(m, v, kk * ck),
+                             at(m, out, qk * cq), at(m, dout, qk * cq), lse + qk * cl,
+                             at(m, dq, qk * cq), at(m, dk, kk * ck), at(m, dv, kk * ck), B, Tc, Tc,
+                             H, KV, hd, m->chunk_pos[qk], m->chunk_pos[kk]);
+        }
+}
+
+/* ---- one layer ------------------------------------------------------------------------
+ * Forward of layer j of the micro-batch's chunk: writes the block's insides
+ * and its output y (R rows; y != the block's input). */
+static void layer_forward(model_t *m, model_acts_t *a, int j, void *y) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
-    const int T = m->cfg.seq, N = B * T, C = m->cfg.dim, H = m->cfg.heads, KV = m->cfg.kv_heads;
-    const int hd = m->hd, Hq = H * hd, Hkv = KV * hd, F = m->cfg.ffn;
-    const size_t L = model_layer_begin(&m->layout, layer);
-    const layer_offsets_t *o = &m->layout.in_layer;
-    const size_t es = dtype_size(t);
+    block_acts_t *b = &a->blocks[j];
+    const int u = a->first_unit + j;
+    const int Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, F = m->F;
+    const int Hq = m->H * m->hd, Hkv = m->KV * m->hd;
 
     /* attention: h = x + attn(rmsnorm(x)) @ wo */
-    op_rmsnorm_forward(d, t, a->x, W(m, L + o->attn_norm), a->xn1, a->rstd1, N, C, MODEL_NORM_EPS);
-    op_matmul(d, 0, 0, N, Hq, C, 1.0f, a->xn1, C, W(m, L + o->wq), Hq, t, 0.0f, a->q, Hq, t);   // (N, H*hd)
-    op_matmul(d, 0, 0, N, Hkv, C, 1.0f, a->xn1, C, W(m, L + o->wk), Hkv, t, 0.0f, a->k, Hkv, t); // (N, KV*hd)
-    op_matmul(d, 0, 0, N, Hkv, C, 1.0f, a->xn1, C, W(m, L + o->wv), Hkv, t, 0.0f, a->v, Hkv, t);
-    op_rope(d, t, a->q, m->rope_cs, B, T, H, hd, 0, 0);
-    op_rope(d, t, a->k, m->rope_cs, B, T, KV, hd, 0, 0);
-    op_attn_forward(d, t, a->q, a->k, a->v, a->att, a->lse, B, T, T, H, KV, hd, 0, 0);
-    dev_copy(d, a->h, a->x, (size_t)N * C * es);   /* the residual, then += att @ wo */
-    op_matmul(d, 0, 0, N, C, Hq, 1.0f, a->att, Hq, W(m, L + o->wo), C, t, 1.0f, a->h, C, t);
+    op_rmsnorm_forward(d, t, b->x, W(m, u, m->lo.attn_norm), b->xn1, b->rstd1, Rs, C, MODEL_NORM_EPS);
+    const void *xn = gathered(m, a, b->xn1);                                                     // (Rf, C)
+    op_matmul(d, 0, 0, Rf, Hq, C, 1.0f, xn, C, W(m, u, m->lo.wq), Hq, t, 0.0f, b->q, Hq, t);     // (Rf, H*hd)
+    op_matmul(d, 0, 0, Rf, Hkv, C, 1.0f, xn, C, W(m, u, m->lo.wk), Hkv, t, 0.0f, b->k, Hkv, t);  // (Rf, KV*hd)
+    op_matmul(d, 0, 0, Rf, Hkv, C, 1.0f, xn, C, W(m, u, m->lo.wv), Hkv, t, 0.0f, b->v, Hkv, t);
+    rope_chunks(m, a, b->q, m->H, 0);
+    rope_chunks(m, a, b->k, m->KV, 0);
+    void *att = b->att ? b->att : m->scr.att;   /* selective recomputation keeps no output */
+    m->attn.forward(m->attn.ctx, m, a, b->q, b->k, b->v, att, b->lse);
+    residual_out(m, a, b->x, att, Hq, W(m, u, m->lo.wo), b->h);
 
     /* MLP: y = h + (silu(xn2 @ w1) * (xn2 @ w3)) @ w2 */
-    op_rmsnorm_forward(d, t, a->h, W(m, L + o->mlp_norm), a->xn2, a->rstd2, N, C, MODEL_NORM_EPS);
-    op_matmul(d, 0, 0, N, F, C, 1.0f, a->xn2, C, W(m, L + o->w1), F, t, 0.0f, a->u1, F, t);     // (N, F)
-    op_matmul(d, 0, 0, N, F, C, 1.0f, a->xn2, C, W(m, L + o->w3), F, t, 0.0f, a->u3, F, t);
-    op_swiglu_forward(d, t, a->u1, a->u3, a->g, (size_t)N * F);
-    dev_copy(d, y, a->h, (size_t)N * C * es);
-    op_matmul(d, 0, 0, N, C, F, 1.0f, a->g, F, W(m, L + o->w2), C, t, 1.0f, y, C, t);
+    op_rmsnorm_forward(d, t, b->h, W(m, u, m->lo.mlp_norm), b->xn2, b->rstd2, Rs, C, MODEL_NORM_EPS);
+    xn = gathered(m, a, b->xn2);
+    op_matmul(d, 0, 0, Rf, F, C, 1.0f, xn, C, W(m, u, m->lo.w1), F, t, 0.0f, b->u1, F, t);       // (Rf, F)
+    op_matmul(d, 0, 0, Rf, F, C, 1.0f, xn, C, W(m, u, m->lo.w3), F, t, 0.0f, b->u3, F, t);
+    op_swiglu_forward(d, t, b->u1, b->u3, b->g, (size_t)Rf * F);
+    residual_out(m, a, b->h, b->g, F, W(m, u, m->lo.w2), y);
 }
 
-/* Backward of one block. dres carries dL/d(residual stream) and is updated
- * in place: each sub-layer's input gradient is the residual's gradient plus
- * what flows back through the branch (op_rmsnorm_backward adds dres).
- * Weight gradients accumulate (+= , beta 1) in fp32: dW = input^T @ dout. */
-void block_backward(model_t *m, int layer, const block_acts_t *a, void *dres, int B) {
+/* Backward of layer j. scr.dres carries dL/d(residual stream) (R rows) and is
+ * updated in place: each sub-layer's input gradient is the residual's plus
+ * what flows back through the branch (op_rmsnorm_backward adds dres). With
+ * tensor parallelism the branch gradient of a norm's output is partial on
+ * each rank (it went through this rank's heads or ffn slice only): `reduced`
+ * sums it before the norm's backward (Megatron's f operator). Weight
+ * gradients accumulate (+=, beta 1) in fp32: dW = input^T @ dout. */
+static void layer_backward(model_t *m, model_acts_t *a, int j) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
-    const int T = m->cfg.seq, N = B * T, C = m->cfg.dim, H = m->cfg.heads, KV = m->cfg.kv_heads;
-    const int hd = m->hd, Hq = H * hd, Hkv = KV * hd, F = m->cfg.ffn;
-    const size_t L = model_layer_begin(&m->layout, layer);
-    const layer_offsets_t *o = &m->layout.in_layer;
-    float *G = m->grads + L;
-    model_scratch_t *s = &m->scratch;
-    const size_t es = dtype_size(t);
+    block_acts_t *b = &a->blocks[j];
+    const int u = a->first_unit + j;
+    const int Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, F = m->F;
+    const int Hq = m->H * m->hd, Hkv = m->KV * m->hd;
+    const size_t es = es_of(m);
+    void *dres = m->scr.dres, *dxn = m->scr.dxn;
 
     /* MLP branch */
-    op_matmul(d, 0, 1, N, F, C, 1.0f, dres, C, W(m, L + o->w2), C, t, 0.0f, s->dg, F, t);      // dg = dy w2^T
-    op_matmul(d, 1, 0, F, C, N, 1.0f, a->g, F, dres, C, t, 1.0f, G + o->w2, C, DT_F32);        // dw2 += g^T dy
-    op_swiglu_backward(d, t, a->u1, a->u3, s->dg, s->du1, s->du3, (size_t)N * F);
-    op_matmul(d, 0, 1, N, C, F, 1.0f, s->du1, F, W(m, L + o->w1), F, t, 0.0f, s->dxn, C, t);
-    op_matmul(d, 0, 1, N, C, F, 1.0f, s->du3, F, W(m, L + o->w3), F, t, 1.0f, s->dxn, C, t);
-    op_matmul(d, 1, 0, C, F, N, 1.0f, a->xn2, C, s->du1, F, t, 1.0f, G + o->w1, F, DT_F32);
-    op_matmul(d, 1, 0, C, F, N, 1.0f, a->xn2, C, s->du3, F, t, 1.0f, G + o->w3, F, DT_F32);
-    op_rmsnorm_backward(d, t, a->h, W(m, L + o->mlp_norm), a->rstd2, s->dxn, dres, dres,
-                        G + o->mlp_norm, N, C);                                                   // dres = dL/dh
+    const void *dy = gathered(m, a, dres);                                                            // (Rf, C)
+    op_matmul(d, 0, 1, Rf, F, C, 1.0f, dy, C, W(m, u, m->lo.w2), C, t, 0.0f, m->scr.dg, F, t);       // dg = dy w2^T
+    op_matmul(d, 1, 0, F, C, Rf, 1.0f, b->g, F, dy, C, t, 1.0f, G(m, u, m->lo.w2), C, DT_F32);       // dw2 += g^T dy
+    op_swiglu_backward(d, t, b->u1, b->u3, m->scr.dg, m->scr.du1, m->scr.du3, (size_t)Rf * F);
+    op_matmul(d, 0, 1, Rf, C, F, 1.0f, m->scr.du1, F, W(m, u, m->lo.w1), F, t, 0.0f, dxn, C, t);
+    op_matmul(d, 0, 1, Rf, C, F, 1.0f, m->scr.du3, F, W(m, u, m->lo.w3), F, t, 1.0f, dxn, C, t);
+    const void *xn = gathered(m, a, b->xn2);
+    op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, m->scr.du1, F, t, 1.0f, G(m, u, m->lo.w1), F, DT_F32);
+    op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, m->scr.du3, F, t, 1.0f, G(m, u, m->lo.w3), F, DT_F32);
+    void *dxr = reduced(m, a, dxn, m->scr.dxn_r);
+    op_rmsnorm_backward(d, t, b->h, W(m, u, m->lo.mlp_norm), b->rstd2, dxr, dres, dres,
+                        G(m, u, m->lo.mlp_norm), Rs, C);                                              // dres = dL/dh
 
     /* attention branch */
-    op_matmul(d, 0, 1, N, Hq, C, 1.0f, dres, C, W(m, L + o->wo), C, t, 0.0f, s->datt, Hq, t);
-    op_matmul(d, 1, 0, Hq, C, N, 1.0f, a->att, Hq, dres, C, t, 1.0f, G + o->wo, C, DT_F32);
-    dev_memset0(d, s->dq, (size_t)N * Hq * es);     /* op_attn_backward accumulates */
-    dev_memset0(d, s->dk, (size_t)N * Hkv * es);
-    dev_memset0(d, s->dv, (size_t)N * Hkv * es);
-    op_attn_backward(d, t, a->q, a->k, a->v, a->att, s->datt, a->lse, s->dq, s->dk, s->dv,
-                     B, T, T, H, KV, hd, 0, 0);
-    op_rope(d, t, s->dq, m->rope_cs, B, T, H, hd, 0, 1);
-    op_rope(d, t, s->dk, m->rope_cs, B, T, KV, hd, 0, 1);
-    op_matmul(d, 0, 1, N, C, Hq, 1.0f, s->dq, Hq, W(m, L + o->wq), Hq, t, 0.0f, s->dxn, C, t);
-    op_matmul(d, 0, 1, N, C, Hkv, 1.0f, s->dk, Hkv, W(m, L + o->wk), Hkv, t, 1.0f, s->dxn, C, t);
-    op_matmul(d, 0, 1, N, C, Hkv, 1.0f, s->dv, Hkv, W(m, L + o->wv), Hkv, t, 1.0f, s->dxn, C, t);
-    op_matmul(d, 1, 0, C, Hq, N, 1.0f, a->xn1, C, s->dq, Hq, t, 1.0f, G + o->wq, Hq, DT_F32);
-    op_matmul(d, 1, 0, C, Hkv, N, 1.0f, a->xn1, C, s->dk, Hkv, t, 1.0f, G + o->wk, Hkv, DT_F32);
-    op_matmul(d, 1, 0, C, Hkv, N, 1.0f, a->xn1, C, s->dv, Hkv, t, 1.0f, G + o->wv, Hkv, DT_F32);
-    op_rmsnorm_backward(d, t, a->x, W(m, L + o->attn_norm), a->rstd1, s->dxn, dres, dres,
-                        G + o->attn_norm, N, C);                                                  // dres = dL/dx
+    void *att = b->att;
+    if (!att) {   /* selective recomputation: the attention core again, from q, k, v */
+        att = m->scr.att;
+        m->attn.forward(m->attn.ctx, m, a, b->q, b->k, b->v, att, m->scr.lse);
+    }
+    dy = gathered(m, a, dres);
+    op_matmul(d, 0, 1, Rf, Hq, C, 1.0f, dy, C, W(m, u, m->lo.wo), C, t, 0.0f, m->scr.datt, Hq, t);
+    op_matmul(d, 1, 0, Hq, C, Rf, 1.0f, att, Hq, dy, C, t, 1.0f, G(m, u, m->lo.wo), C, DT_F32);
+    dev_memset0(d, m->scr.dq, (size_t)Rf * Hq * es);     /* the attention core accumulates */
+    dev_memset0(d, m->scr.dk, (size_t)Rf * Hkv * es);
+    dev_memset0(d, m->scr.dv, (size_t)Rf * Hkv * es);
+    m->attn.backward(m->attn.ctx, m, a, b->q, b->k, b->v, att, m->scr.datt, b->lse, m->scr.dq,
+                     m->scr.dk, m->scr.dv);
+    rope_chunks(m, a, m->scr.dq, m->H, 1);
+    rope_chunks(m, a, m->scr.dk, m->KV, 1);
+    op_matmul(d, 0, 1, Rf, C, Hq, 1.0f, m->scr.dq, Hq, W(m, u, m->lo.wq), Hq, t, 0.0f, dxn, C, t);
+    op_matmul(d, 0, 1, Rf, C, Hkv, 1.0f, m->scr.dk, Hkv, W(m, u, m->lo.wk), Hkv, t, 1.0f, dxn, C, t);
+    op_matmul(d, 0, 1, Rf, C, Hkv, 1.0f, m->scr.dv, Hkv, W(m, u, m->lo.wv), Hkv, t, 1.0f, dxn, C, t);
+    xn = gathered(m, a, b->xn1);
+    op_matmul(d, 1, 0, C, Hq, Rf, 1.0f, xn, C, m->scr.dq, Hq, t, 1.0f, G(m, u, m->lo.wq), Hq, DT_F32);
+    op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, m->scr.dk, Hkv, t, 1.0f, G(m, u, m->lo.wk), Hkv, DT_F32);
+    op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, m->scr.dv, Hkv, t, 1.0f, G(m, u, m->lo.wv), Hkv, DT_F32);
+    dxr = reduced(m, a, dxn, m->scr.dxn_r);
+    op_rmsnorm_backward(d, t, b->x, W(m, u, m->lo.attn_norm), b->rstd1, dxr, dres, dres,
+                        G(m, u, m->lo.attn_norm), Rs, C);                                             // dres = dL/dx
 }
 
-/* ---- the whole (stage of the) model ----------------------------------------------------- */
-double model_forward(model_t *m, const int *tokens, const int *targets, int B) {
+/* ---- embedding and head ------------------------------------------------------------ */
+/* resid[0] = E[tokens]: with tensor parallelism each rank looks up the
+ * tokens of its vocabulary slice (zeros elsewhere) and the reduce sums them. */
+static void embedding_forward(model_t *m, model_acts_t *a) {
+    const int u = 0;
+    void *part = m->shard.sp ? m->scr.part : a->resid[0];
+    op_embedding_forward(m->d, m->dtype, a->tokens, W(m, u, 0), part, (int)a->rows_full,
+                         m->cfg.dim, m->v0, m->V);
+    reduced(m, a, part, a->resid[0]);
+}
+
+static void embedding_backward(model_t *m, model_acts_t *a) {
+    const void *dy = gathered(m, a, m->scr.dres);
+    op_embedding_backward(m->d, m->dtype, a->tokens, dy, G(m, 0, 0), (int)a->rows_full,
+                          m->cfg.dim, m->v0, m->V);
+}
+
+static double head_forward(model_t *m, model_acts_t *a) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
-    const model_layout_t *lay = &m->layout;
-    model_acts_t *a = m->acts;
-    if (B < 1 || B > m->max_batch) die("model_forward: batch %d outside [1, %d]", B, m->max_batch);
-    const int N = B * m->cfg.seq, C = m->cfg.dim, V = m->cfg.vocab;
-    m->batch = B;
-    if (lay->has_embedding) {
-        for (int i = 0; i < N; i++)
-            if (tokens[i] < 0 || tokens[i] >= V) die("model_forward: token %d at %d outside [0, %d)", tokens[i], i, V);
-        dev_from_host(d, m->tokens, tokens, (size_t)N * sizeof(int));
-        op_embedding_forward(d, t, m->tokens, W(m, lay->embedding), a->resid[0], N, C, 0, V);
-    }
-    for (int i = 0; i < a->n_layers; i++) {
-        a->blocks[i].x = a->resid[i];
-        block_forward(m, m->first + i, &a->blocks[i], a->resid[i + 1], B);
-    }
-    if (!lay->has_head) return 0.0;
-    for (int i = 0; i < N; i++)
-        if (targets[i] >= V) die("model_forward: target %d at %d outside [0, %d)", targets[i], i, V);
-    dev_from_host(d, m->targets, targets, (size_t)N * sizeof(int));
-    op_rmsnorm_forward(d, t, a->resid[a->n_layers], W(m, lay->final_norm), a->xnf, a->rstdf, N, C,
-                       MODEL_NORM_EPS);
-    op_matmul(d, 0, 0, N, V, C, 1.0f, a->xnf, C, W(m, lay->lm_head), V, t, 0.0f, a->logits, V, t);
-    op_xent_forward(d, t, a->logits, m->targets, a->loss, a->lse, N, V, 0);   /* loss: picked */
-    float *lse_host = xmalloc((size_t)N * sizeof(float));
-    dev_to_host(d, m->loss_host, a->loss, (size_t)N * sizeof(float));
-    dev_to_host(d, lse_host, a->lse, (size_t)N * sizeof(float));
+    const int u = m->n_units - 1, Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, V = m->V;
+    op_rmsnorm_forward(d, t, a->resid[a->n_layers], W(m, u, 0), a->xnf, a->rstdf, Rs, C, MODEL_NORM_EPS);
+    const void *xn = gathered(m, a, a->xnf);
+    op_matmul(d, 0, 0, Rf, V, C, 1.0f, xn, C, W(m, u, C), V, t, 0.0f, a->logits, V, t);    // (Rf, V)
+    op_xent_forward(d, t, a->logits, a->targets, a->picked, a->lse, Rf, V, m->v0);
+    if (m->shard.tp > 1) m->tp->vocab(m->tp->ctx, a->lse, a->picked, Rf);
+    dev_to_host(d, a->lse_host, a->lse, (size_t)Rf * sizeof(float));
+    dev_to_host(d, a->picked_host, a->picked, (size_t)Rf * sizeof(float));
     double sum = 0.0;
-    for (int i = 0; i < N; i++)
-        if (targets[i] >= 0) sum += (double)lse_host[i] - m->loss_host[i];
-    free(lse_host);
+    for (int i = 0; i < Rf; i++)
+        if (a->targets_host[i] >= 0) sum += (double)a->lse_host[i] - a->picked_host[i];
     return sum;
 }
 
-void model_backward(model_t *m, float dlogits_scale, grad_ready_fn grad_ready, void *ctx) {
+static void head_backward(model_t *m, model_acts_t *a, float scale) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
-    const model_layout_t *lay = &m->layout;
-    model_acts_t *a = m->acts;
-    model_scratch_t *s = &m->scratch;
-    const int B = m->batch, N = B * m->cfg.seq, C = m->cfg.dim, V = m->cfg.vocab;
-    if (B < 1) die("model_backward: no forward pass to go back through");
-    if (lay->has_head) {
-        float *G = m->grads;
-        op_xent_backward(d, t, a->logits, m->targets, a->lse, s->dlogits, dlogits_scale, N, V, 0);
-        op_matmul(d, 1, 0, C, V, N, 1.0f, a->xnf, C, s->dlogits, V, t, 1.0f, G + lay->lm_head, V, DT_F32);
-        op_matmul(d, 0, 1, N, C, V, 1.0f, s->dlogits, V, W(m, lay->lm_head), V, t, 0.0f, s->dxn, C, t);
-        op_rmsnorm_backward(d, t, a->resid[a->n_layers], W(m, lay->final_norm), a->rstdf, s->dxn,
-                            NULL, s->dres, G + lay->final_norm, N, C);
-        if (grad_ready) grad_ready(ctx, lay->final_norm, lay->total - lay->final_norm);
+    const int u = m->n_units - 1, Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, V = m->V;
+    op_xent_backward(d, t, a->logits, a->targets, a->lse, m->scr.dlogits, scale, Rf, V, m->v0);
+    const void *xn = gathered(m, a, a->xnf);
+    op_matmul(d, 1, 0, C, V, Rf, 1.0f, xn, C, m->scr.dlogits, V, t, 1.0f, G(m, u, C), V, DT_F32);
+    op_matmul(d, 0, 1, Rf, C, V, 1.0f, m->scr.dlogits, V, W(m, u, C), V, t, 0.0f, m->scr.dxn, C, t);
+    void *dxr = reduced(m, a, m->scr.dxn, m->scr.dxn_r);
+    op_rmsnorm_backward(d, t, a->resid[a->n_layers], W(m, u, 0), a->rstdf, dxr, NULL, m->scr.dres,
+                        G(m, u, 0), Rs, C);
+}
+
+/* ---- the chunk ------------------------------------------------------------------------- */
+static void check_seams(const model_t *m) {
+    if (m->shard.tp > 1 && !m->tp)
+        die("model: tensor parallelism %d needs its seams (model_tp_t)", m->shard.tp);
+    if (m->shard.cp > 1 && m->attn.forward == model_attn_local_forward)
+        die("model: context parallelism %d needs an attention core that sees the other ranks' keys",
+            m->shard.cp);
+}
+
+double model_forward(model_t *m, model_acts_t *a) {
+    check_seams(m);
+    if (a->has_embedding) {
+        unit_hooks(m, 0, PASS_FORWARD, 0);
+        embedding_forward(m, a);
+        unit_hooks(m, 0, PASS_FORWARD, 1);
     }
-    for (int i = a->n_layers - 1; i >= 0; i--) {
-        int l = m->first + i;
-        block_backward(m, l, &a->blocks[i], s->dres, B);
-        if (grad_ready) grad_ready(ctx, model_layer_begin(lay, l), lay->layer_size);
+    for (int j = 0; j < a->n_layers; j++) {
+        int u = a->first_unit + j;
+        unit_hooks(m, u, PASS_FORWARD, 0);
+        layer_forward(m, a, j, a->resid[j + 1]);
+        unit_hooks(m, u, PASS_FORWARD, 1);
     }
-    if (lay->has_embedding) {
-        op_embedding_backward(d, t, m->tokens, s->dres, m->grads + lay->embedding, N, C, 0, V);
-        if (grad_ready) grad_ready(ctx, lay->embedding, (size_t)V * C);
+    if (!a->has_head) return 0.0;
+    int u = m->n_units - 1;
+    unit_hooks(m, u, PASS_FORWARD, 0);
+    double loss = head_forward(m, a);
+    unit_hooks(m, u, PASS_FORWARD, 1);
+    return loss;
+}
+
+/* Backward in segments of recompute_every layers from the top: refill the
+ * segment's activations from its checkpointed input (a forward again: the
+ * recomputation), then go back through it. The segment's last output is not
+ * needed again and goes to scratch. */
+void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
+    check_seams(m);
+    a->recomputed = 0;
+    if (a->has_head) {
+        int u = m->n_units - 1;
+        unit_hooks(m, u, PASS_BACKWARD, 0);
+        head_backward(m, a, scale);
+        unit_hooks(m, u, PASS_BACKWARD, 1);
+    } else {
+        if (!dy) die("model_backward: a chunk without the head needs the gradient of its output");
+        dev_copy(m->d, m->scr.dres, dy, a->rows * m->cfg.dim * es_of(m));
+    }
+    int n = a->n_layers, C = a->recompute_every ? a->recompute_every : n;
+    for (int s0 = (n - 1) / C * C; s0 >= 0; s0 -= C) {
+        int s1 = s0 + C < n ? s0 + C : n;
+        if (a->recompute_every) {
+            for (int j = s0; j < s1; j++) {
+                int u = a->first_unit + j;
+                unit_hooks(m, u, PASS_RECOMPUTE, 0);
+                layer_forward(m, a, j, j == s1 - 1 ? m->scr.out : a->resid[j + 1]);
+                unit_hooks(m, u, PASS_RECOMPUTE, 1);
+            }
+            a->recomputed += s1 - s0;
+        }
+        for (int j = s1 - 1; j >= s0; j--) {
+            int u = a->first_unit + j;
+            unit_hooks(m, u, PASS_BACKWARD, 0);
+            layer_backward(m, a, j);
+            unit_hooks(m, u, PASS_BACKWARD, 1);
+        }
+    }
+    if (a->has_embedding) {
+        unit_hooks(m, 0, PASS_BACKWARD, 0);
+        embedding_backward(m, a);
+        unit_hooks(m, 0, PASS_BACKWARD, 1);
     }
 }
 
@@ -493,7 +616,7 @@ typedef struct {
     uint32_t version;
     int32_t vocab, dim, layers, heads, kv_heads, ffn, seq, batch;
     float norm_eps, rope_base;
-    uint32_t reserved;
+    uint32_t head_dim;                  /* version 1: 0 (dim / heads) */
     uint64_t n_params;
 } dump_header_t;                        /* 64 bytes, little-endian */
 
@@ -520,6 +643,7 @@ void model_dump_write(const char *path, const model_config_t *c, const float *pa
     h.kv_heads = c->kv_heads; h.ffn = c->ffn; h.seq = c->seq; h.batch = B;
     h.norm_eps = MODEL_NORM_EPS;
     h.rope_base = (float)MODEL_ROPE_BASE;
+    h.head_dim = (uint32_t)c->head_dim;
     h.n_params = model_param_count(c);
     size_t nt = (size_t)B * c->seq;
     FILE *f = fopen(path, "wb");
@@ -545,12 +669,14 @@ void model_dump_read(const char *path, model_config_t *c, int *B, float **params
     dump_header_t h;
     rd(f, &h, sizeof h, path);
     if (memcmp(h.magic, "LLMDUMP1", 8) != 0) die("%s is not a model dump (bad magic)", path);
-    if (h.version != MODEL_DUMP_VERSION)
-        die("dump %s has version %u, this build reads %d", path, h.version, MODEL_DUMP_VERSION);
-    model_config_t cc = {h.vocab, h.dim, h.layers, h.heads, h.kv_heads, h.ffn, h.seq};
+    if (h.version != 1 && h.version != MODEL_DUMP_VERSION)
+        die("dump %s has version %u, this build reads 1 and %d", path, h.version, MODEL_DUMP_VERSION);
+    model_config_t cc = {h.vocab, h.dim, h.layers, h.heads, h.kv_heads, (int)h.head_dim, h.ffn, h.seq};
     if (cc.vocab < 2 || cc.dim < 1 || cc.layers < 1 || cc.heads < 1 || cc.kv_heads < 1 ||
-        cc.ffn < 1 || cc.seq < 1 || cc.dim % cc.heads || cc.heads % cc.kv_heads)
+        cc.ffn < 1 || cc.seq < 1 || cc.heads % cc.kv_heads || (!cc.head_dim && cc.dim % cc.heads) ||
+        cc.head_dim % 2 || cc.head_dim > 65536)
         die("dump %s: header holds an impossible configuration", path);
+    if (!cc.head_dim) cc.head_dim = cc.dim / cc.heads;
     if (h.batch < 1 || h.n_params != model_param_count(&cc))
         die("dump %s: header inconsistent (batch %d, %llu params for this config, expected %zu)",
             path, h.batch, (unsigned long long)h.n_params, model_param_count(&cc));

@@ -1,4 +1,5 @@
-/* model.h: the Llama-style transformer every trainer chapter trains.
+/* model.h: the Llama-style transformer every trainer chapter trains, and the
+ * seams through which the chapters split it.
  *
  *   tokens -> embedding -> L x [ x + Attn(RMSNorm(x)) ; h + MLP(RMSNorm(h)) ]
  *          -> RMSNorm -> lm_head -> softmax cross-entropy
@@ -8,31 +9,40 @@
  * definition (norm epsilon, RoPE pairing, initialisation, layout, the dump
  * file) is in common/MODEL.md; the kernels are in ops.h.
  *
- * Constants: RMSNorm eps 1e-5 (inside the sqrt); RoPE base 10000 with
- * ADJACENT dimensions (2i, 2i+1) of each head paired, frequency
- * base^(-2i/hd); attention scale 1/sqrt(hd); no biases anywhere; untied
- * embedding and lm_head.
+ * One object, many shapes. A model_t holds one SHARD of the model
+ * (model_shard_t), which may be the whole of it:
+ *   - layers (pipeline parallelism): `chunks` runs of `per_chunk` layers, run
+ *     c starting at layer first + c * chunk_stride (one run for a plain
+ *     stage; V runs spaced P stages apart for the interleaved schedule); the
+ *     embedding lives with layer 0, the final norm and lm_head with layer L-1;
+ *   - tensor parallelism over tp ranks (Megatron): query heads, ffn and vocab
+ *     split into tp slices; key/value heads split too when tp divides them,
+ *     otherwise each rank holds the one its query heads read (replicated);
+ *     norms replicated. Two seams carry the communication (model_tp_t):
+ *     "gather" before a column-parallel product and "reduce" after a
+ *     row-parallel one, with sequence parallelism (sp) the residual stream
+ *     is sharded along its rows between them;
+ *   - context parallelism over cp ranks: each rank holds cp's share of every
+ *     sequence's tokens, as one chunk (rank i: chunk i of cp) or, balanced for
+ *     causal attention, two (chunks i and 2 cp - 1 - i of 2 cp); the
+ *     attention core (model_attn_t) sees the other ranks' keys and values.
+ * Parameters are "the full model, sliced": every shard's flat array is the
+ * full model's tensors restricted to the shard's blocks (model_tensors says
+ * where each block sits), so initialising the full model and keeping a slice
+ * gives every rank the weights of the 1-rank run.
  *
- * Parameters live in ONE flat array, in this order (every matrix row-major,
- * stored (in, out) so that y = x @ W):
- *   tok_embedding (vocab, dim)
- *   for each layer l:
- *     attn_norm (dim)
- *     wq (dim, heads*hd)   wk (dim, kv_heads*hd)   wv (dim, kv_heads*hd)
- *     wo (heads*hd, dim)
- *     mlp_norm (dim)
- *     w1 (dim, ffn) gate   w3 (dim, ffn) up        w2 (ffn, dim) down
- *   final_norm (dim)
- *   lm_head (dim, vocab)
- * A model object may hold only layers [first, last) (a pipeline stage): its
- * flat array is the same sequence with the embedding present only when
- * first == 0 and final_norm + lm_head only when last == layers, and every
- * offset in its layout is relative to that array.
+ * Activations of one micro-batch live in their own object (model_acts_t),
+ * which forward fills and backward reads: several micro-batches can be in
+ * flight on one stage (pipeline schedules). A model's parameters come in
+ * UNITS (the embedding, each layer, the head = final norm + lm_head) with
+ * hooks before and after each unit's forward and backward (FSDP gathers a
+ * unit's weights before it; gradient synchronisation starts after a unit's
+ * backward); a unit's weights and gradients may live anywhere (unit_w,
+ * unit_g), by default in the object's own flat arrays.
  *
- * Precision: `params` (the working copy) and activations have the model's
- * dtype (fp32 or bf16); `grads` are ALWAYS fp32 and accumulate with +=
- * across micro-batches until model_zero_grads (like Megatron's main_grad).
- * Activation gradients use the working dtype. */
+ * Precision: the working weights and activations have the model's dtype
+ * (fp32 or bf16); parameter gradients are ALWAYS fp32 and accumulate with +=
+ * across micro-batches until model_zero_grads (Megatron's main_grad). */
 #ifndef MODEL_H
 #define MODEL_H
 
@@ -51,12 +61,15 @@ extern "C" {
 #define MODEL_INIT_STD 0.02
 
 typedef struct {
-    int vocab, dim, layers, heads, kv_heads, ffn, seq;
+    int vocab, dim, layers, heads, kv_heads;
+    int head_dim;           /* hd: q is (dim, heads*hd); 0 in a flag means dim / heads */
+    int ffn, seq;
 } model_config_t;
 
 /* usage_error()s (one line, every rank) unless: all fields >= 1, vocab >= 2,
- * heads divides dim, kv_heads divides heads, head_dim = dim/heads even. */
-void model_config_check(const model_config_t *c);
+ * kv_heads divides heads, head_dim even. A head_dim of 0 becomes dim / heads
+ * (which must divide). */
+void model_config_check(model_config_t *c);
 /* The default MLP hidden size, as Llama: floor(8*dim/3) rounded UP to a
  * multiple of 64 (dim 512 -> 1408, dim 256 -> 704). */
 int model_default_ffn(int dim);
@@ -66,49 +79,66 @@ size_t model_param_count(const model_config_t *c);
 /* Model FLOPs per token of one forward + backward, matmuls only, as in
  * Kaplan et al. 2020 (C = 6N per token) with the attention term of
  * Chowdhery et al. 2022 (PaLM, appendix B) and Narayanan et al. 2021:
- *     6 * N_matmul + 12 * layers * dim * seq
+ *     6 * N_matmul + 12 * layers * (heads * head_dim) * seq
  * N_matmul counts every weight a matmul reads (q, k, v, o, w1, w3, w2 of every
- * layer and lm_head; not the embedding lookup or the norm gains); 12 L C T is
- * the score (q k^T) and mix (p v) products, 2 x 2 T C FLOPs per token and
- * layer forward, x 3 for forward + backward, counted over the full T x T
- * square as PaLM does. */
+ * layer and lm_head; not the embedding lookup or the norm gains); the
+ * attention term is the score (q k^T) and mix (p v) products, 2 x 2 T H hd
+ * FLOPs per token and layer forward, x 3 for forward + backward, counted over
+ * the full T x T square as PaLM does. */
 double model_flops_per_token(const model_config_t *c);
+/* FLOPs per token of ONE layer's forward (what recomputing it costs):
+ * 2 x its matmul weights + 4 T H hd. */
+double model_layer_forward_flops_per_token(const model_config_t *c);
 
-/* ---- the flat layout -------------------------------------------------------
- * Offsets (in elements) into the flat array of a model holding layers
- * [first, last). Tensors of one layer are at layer_offset(l) + one of the
- * LAYER_* relative offsets, in the order listed above. */
+/* ---- shards ------------------------------------------------------------------ */
 typedef struct {
-    size_t attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2;  /* relative to the layer */
-} layer_offsets_t;
+    int first, per_chunk, chunks, chunk_stride;   /* layers (see above) */
+    int tp, tp_rank, sp;                          /* tensor (and sequence) parallelism */
+    int cp, cp_rank, cp_balance;                  /* context parallelism */
+} model_shard_t;
 
-typedef struct {
-    int first, last;            /* layers held: [first, last) */
-    int has_embedding;          /* first == 0 */
-    int has_head;               /* last == layers: final_norm and lm_head */
-    size_t embedding;           /* offset of tok_embedding (when has_embedding) */
-    size_t layers_begin;        /* offset of layer `first` */
-    size_t layer_size;          /* elements per layer */
-    layer_offsets_t in_layer;   /* tensor offsets inside one layer */
-    size_t final_norm, lm_head; /* offsets (when has_head) */
-    size_t total;               /* elements in this object's flat array */
-} model_layout_t;
+/* The whole model on one rank. */
+model_shard_t model_shard_full(const model_config_t *c);
+/* Layers of pipeline stage `stage` of P with V chunks per stage (V > 1: the
+ * interleaved schedule's virtual stages): chunk v holds the L / (P V) layers
+ * of virtual stage v P + stage. Leaves the tp and cp fields alone. */
+void model_shard_stage(model_shard_t *s, const model_config_t *c, int P, int stage, int V);
+/* usage_error() with the reason unless the shard fits the config: layers in
+ * range, tp dividing heads, ffn and vocab and either dividing kv_heads or a
+ * multiple of it, cp (2 cp when balanced) dividing seq, sp only with tp > 1. */
+void model_shard_check(const model_config_t *c, const model_shard_t *s);
+/* The global layer of this shard's local layer i (0 <= i < per_chunk * chunks). */
+int model_shard_layer(const model_shard_t *s, int i);
 
-void model_layout(model_layout_t *lay, const model_config_t *c, int first, int last);
-/* [begin, end) of layer l (first <= l < last) in the layout's flat array. */
-size_t model_layer_begin(const model_layout_t *lay, int l);
-size_t model_layer_end(const model_layout_t *lay, int l);
-
-/* One named tensor of a layout: "tok_embedding", "layers.3.wq", "lm_head"... */
+/* One named tensor of a shard's flat array: "tok_embedding", "layers.3.wq". */
 typedef struct {
     char name[32];
-    size_t offset, rows, cols;  /* vectors have rows = 1 */
+    int layer;                  /* global layer, -1 for the embedding, L for the head */
+    size_t offset;              /* in the shard's flat array */
+    size_t rows, cols;          /* the shard's block (vectors have rows = 1) */
+    size_t full_rows, full_cols, row0, col0;   /* the whole tensor and the block's place in it */
+    size_t full_offset;         /* the whole tensor's offset in the full model's flat array */
     int is_norm;                /* RMSNorm gain: initialised to 1, no weight decay */
+    int tp_replicas;            /* tensor-parallel ranks holding this same block (1: sharded) */
+    int tp_owner;               /* this rank is the first of them (counts the block once) */
+    int tp_partial_grad;        /* each replica computes only part of the gradient: the
+                                   replicas' gradients must be summed (kv heads shared by
+                                   several ranks' query heads; norms under sp) */
 } model_tensor_t;
-/* Fills up to max entries in flat-array order; returns how many tensors the
- * layout has (1 + 9 per layer + 2 for the full model). */
-int model_tensors(const model_layout_t *lay, const model_config_t *c, model_tensor_t *out,
-                  int max);
+/* Fills up to max entries in flat-array order; returns how many the shard has. */
+int model_tensors(const model_config_t *c, const model_shard_t *s, model_tensor_t *out, int max);
+/* Elements in the shard's flat array. */
+size_t model_shard_size(const model_config_t *c, const model_shard_t *s);
+/* Host fp32 arrays. slice: out[0, count) = the values the FULL flat array
+ * holds for the shard's elements [flat, flat + count); place: those values
+ * (in) written into their places in full, skipping, with owners_only, the
+ * blocks of which this rank is not the first tensor-parallel replica (so
+ * that summing every rank's placement over the ranks gives the full array).
+ * flat = 0, count = model_shard_size for the whole shard. */
+void model_shard_slice(const model_config_t *c, const model_shard_t *s, size_t flat, size_t count,
+                       const float *full, float *out);
+void model_shard_place(const model_config_t *c, const model_shard_t *s, size_t flat, size_t count,
+                       const float *in, float *full, int owners_only);
 
 /* ---- initialisation (host, deterministic, identical on every rank) ---------
  * Fills the FULL model's flat fp32 array: a normal z_i ~ N(0, 1) is drawn
@@ -117,138 +147,211 @@ int model_tensors(const model_layout_t *lay, const model_config_t *c, model_tens
  *   wo, w2: 0.02 / sqrt(2 * layers) * z_i   (residual-path outputs, GPT-2 style)
  *   every other matrix (embedding, wq, wk, wv, w1, w3, lm_head): 0.02 * z_i */
 void model_init_params(float *host_params_fp32, const model_config_t *c, uint64_t seed);
-/* Copies the part of a FULL flat array that a [first, last) object holds
- * into a flat array of that object's layout (host to host). */
-void model_stage_slice(const model_config_t *c, int first, int last, const float *full,
-                       float *stage);
 
-/* ---- activations ----------------------------------------------------------- */
-/* What one block keeps from forward for its backward (N = B*T rows; type =
- * the model's dtype unless float *). */
+/* ---- the object ----------------------------------------------------------------- */
+typedef struct model model_t;
+typedef struct model_acts model_acts_t;
+
+typedef enum { PASS_FORWARD, PASS_BACKWARD, PASS_RECOMPUTE } model_pass_t;
+typedef void (*model_unit_fn)(void *ctx, model_t *m, int unit, model_pass_t pass);
+
+/* A unit: the parameters one hook call is about. */
 typedef struct {
-    void *x;            /* (N, C) block input (the residual stream; not owned) */
-    void *xn1;          /* (N, C) attn_norm(x) */
-    float *rstd1;       /* (N) */
-    void *q;            /* (N, H*hd) after RoPE */
-    void *k, *v;        /* (N, KV*hd), k after RoPE */
-    void *att;          /* (N, H*hd) attention output, before wo */
-    float *lse;         /* (B, H, T) attention log-sum-exp */
-    void *h;            /* (N, C) x + att @ wo */
-    void *xn2;          /* (N, C) mlp_norm(h) */
-    float *rstd2;       /* (N) */
-    void *u1, *u3;      /* (N, F) xn2 @ w1, xn2 @ w3 */
-    void *g;            /* (N, F) silu(u1) * u3 */
+    size_t offset, count;       /* in the shard's flat array */
+    int layer;                  /* global layer, -1 embedding, L head */
+    int chunk;                  /* the pipeline chunk it belongs to */
+} model_unit_t;
+
+/* Tensor-parallel seams (set by the tensor-parallel module when tp > 1; the
+ * model calls nothing when tp = 1). Rows are residual-stream rows: rows_full
+ * = all of this rank's tokens (B x seq / cp), rows = rows_full / tp with sp,
+ * rows_full without.
+ *   gather (only with sp): dst (rows_full, C) = the tp ranks' src (rows, C)
+ *                          blocks in rank order (all-gather);
+ *   reduce: dst (rows, C) = sum over the tp ranks of src (rows_full, C):
+ *           with sp, block tp_rank of the sum (reduce-scatter); without,
+ *           dst == src and the sum replaces it (all-reduce);
+ *   vocab: over the tp ranks' vocabulary shards, lse (n) <- lse_combine of
+ *          theirs, picked (n) <- the sum of theirs. */
+typedef struct {
+    void *ctx;
+    void (*gather)(void *ctx, const void *src, void *dst, size_t rows, int C, dtype_t t);
+    void (*reduce)(void *ctx, void *src, void *dst, size_t rows, int C, dtype_t t);
+    void (*vocab)(void *ctx, float *lse, float *picked, int n);
+} model_tp_t;
+
+/* The attention core: q (Rq, H*hd) after RoPE, k and v (Rq, KV*hd), with this
+ * rank's rows (model_acts_t: chunk-major); out (Rq, H*hd), lse (chunks, B, H,
+ * Tc); backward ACCUMULATES into dq, dk, dv (zeroed by the caller). The
+ * default (model_attn_local) computes every pair of this rank's chunks;
+ * context parallelism brings the other ranks' keys and values. H and KV are
+ * this shard's heads. */
+typedef struct {
+    void *ctx;
+    void (*forward)(void *ctx, model_t *m, const model_acts_t *a, const void *q, const void *k,
+                    const void *v, void *out, float *lse);
+    void (*backward)(void *ctx, model_t *m, const model_acts_t *a, const void *q, const void *k,
+                     const void *v, const void *out, const void *dout, const float *lse,
+                     void *dq, void *dk, void *dv);
+} model_attn_t;
+
+enum { MODEL_MAX_HOOKS = 4 };
+
+/* What one block keeps from forward for its backward (rows R = the residual
+ * stream's, Rf = all of this rank's tokens; type the model's dtype unless
+ * float *). With sequence parallelism the norms' outputs are kept sharded
+ * (R rows) and gathered again in backward, as Korthikanti et al. do. */
+typedef struct {
+    void *x;            /* (R, C) block input (the residual stream; not owned) */
+    void *xn1;          /* (R, C) attn_norm(x) */
+    float *rstd1;       /* (R) */
+    void *q;            /* (Rf, H*hd) after RoPE */
+    void *k, *v;        /* (Rf, KV*hd), k after RoPE */
+    void *att;          /* (Rf, H*hd) attention output, before wo (NULL: recomputed) */
+    float *lse;         /* (chunks, B, H, Tc) attention log-sum-exp */
+    void *h;            /* (R, C) x + att @ wo */
+    void *xn2;          /* (R, C) mlp_norm(h) */
+    float *rstd2;       /* (R) */
+    void *u1, *u3;      /* (Rf, F) xn2 @ w1, xn2 @ w3 */
+    void *g;            /* (Rf, F) silu(u1) * u3 */
 } block_acts_t;
 
-/* All activations of one micro-batch through a [first, last) object. */
-typedef struct {
-    int n_layers;
-    void **resid;         /* n_layers + 1 buffers (N, C): resid[i] is the input of
-                             layer first+i, resid[n_layers] the output of the last */
-    block_acts_t *blocks; /* n_layers; blocks[i].x == resid[i] */
-    void *xnf;            /* (N, C) final_norm(output)     (has_head) */
-    float *rstdf;         /* (N) */
-    void *logits;         /* (N, V) */
-    float *lse, *loss;    /* (N) */
-} model_acts_t;
+/* One micro-batch through one chunk of the shard. */
+struct model_acts {
+    int chunk, B;
+    int n_layers;            /* layers in the chunk */
+    int first_unit;          /* unit of its first layer */
+    int has_embedding, has_head;
+    int recompute_every;     /* 0: keep everything; C >= 1: keep the input of every C-th
+                                layer, recompute the others' activations in backward */
+    int selective;           /* keep q, k, v but not the attention output: recompute the
+                                attention core in backward (Korthikanti et al. 2022) */
+    size_t rows, rows_full;  /* R and Rf */
+    int *tokens, *targets;   /* (Rf) device, this rank's tokens, chunk-major */
+    int *targets_host;       /* (Rf) */
+    void **resid;            /* n_layers + 1 buffers (R, C): resid[i] is the input of the
+                                chunk's layer i, resid[n_layers] its output */
+    block_acts_t *blocks;    /* n_layers */
+    void *xnf;               /* (R, C) final_norm(output)   (has_head) */
+    float *rstdf;            /* (R) */
+    void *logits;            /* (Rf, V) */
+    float *lse, *picked;     /* (Rf) */
+    float *lse_host, *picked_host;
+    size_t bytes;            /* device bytes this object holds */
+    long recomputed;         /* layer forwards recomputed by the last backward */
+    void **bufs;             /* every device buffer, for freeing */
+    int nbufs, capbufs;
+};
 
-/* Scratch the backward pass reuses for every layer (one set per model). */
-typedef struct {
-    void *dres;           /* (N, C) gradient of the residual stream, updated in place */
-    void *dxn;            /* (N, C) */
-    void *dq, *dk, *dv;   /* (N, H*hd), (N, KV*hd) x2 */
-    void *datt;           /* (N, H*hd) */
-    void *du1, *du3, *dg; /* (N, F) */
-    void *dlogits;        /* (N, V) (has_head) */
-} model_scratch_t;
-
-/* ---- the model object ------------------------------------------------------ */
-typedef struct {
+struct model {
     model_config_t cfg;
+    model_shard_t shard;
     const device_t *d;
-    dtype_t dtype;          /* working weights and activations */
-    int first, last;        /* layers held */
-    int hd;                 /* head dim = dim / heads */
-    int max_batch;          /* activations are allocated for this many sequences */
-    model_layout_t layout;
-    void *params;           /* (layout.total) dtype, device */
-    float *grads;           /* (layout.total) fp32, device */
-    float *rope_cs;         /* (seq, hd/2, 2) fp32, device: see op_rope */
-    model_acts_t *acts;     /* the set forward writes and backward reads: &own_acts
-                               unless a chapter swaps in another (model_acts_alloc) */
-    model_acts_t own_acts;
-    model_scratch_t scratch;
-    int *tokens, *targets;  /* (max_batch*seq) int32, device */
-    float *loss_host;       /* (max_batch*seq) */
-    int batch;              /* B of the last model_forward */
-} model_t;
+    dtype_t dtype;
+    int max_batch;          /* micro-batches of at most this many sequences */
+    /* the shard's shapes */
+    int hd, H, KV, kv0, F, V, v0;   /* local heads, kv heads (from kv0), ffn, vocab (from v0) */
+    int T, nck, Tc;                 /* local tokens per sequence, chunks of Tc */
+    int chunk_pos[2];               /* position of each local token chunk's first token */
+    int n_layers;                   /* local layers, all chunks */
+    int has_embedding, has_head;
+    size_t size;                    /* elements in the flat array */
+    size_t layer_size;
+    struct { size_t attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2; } lo;   /* in a layer */
+    int n_units;
+    model_unit_t *units;
+    void *params;           /* (size) dtype, device, or NULL (model_init without them) */
+    float *grads;           /* (size) fp32, device, or NULL */
+    void **unit_w;          /* (n_units) where each unit's weights are (default: in params) */
+    float **unit_g;         /* (n_units) where its gradients accumulate (default: in grads) */
+    float *rope_cs;         /* (seq, hd/2, 2) fp32, device */
+    /* seams and hooks */
+    const model_tp_t *tp;
+    model_attn_t attn;
+    struct { model_unit_fn before, after; void *ctx; } hooks[MODEL_MAX_HOOKS];
+    int n_hooks;
+    /* backward scratch, one set for every micro-batch */
+    struct {
+        void *dres;           /* (R, C) gradient of the residual stream */
+        void *dxn;            /* (Rf, C) partial input gradient of a column-parallel product */
+        void *dxn_r;          /* (R, C) the same reduced (== dxn without sp) */
+        void *full;           /* (Rf, C) a gathered norm output or gradient (sp) */
+        void *part;           /* (Rf, C) a row-parallel product before its reduce (sp) */
+        void *dq, *dk, *dv, *datt;
+        void *du1, *du3, *dg;
+        void *dlogits;        /* (Rf, V) (has_head) */
+        void *out;            /* (R, C) a recomputed layer's unneeded output */
+        void *att;            /* (Rf, H*hd) recomputed attention output (selective) */
+        float *lse;           /* its lse */
+        float *lse_b;         /* (B, H, Tc) partial lse of the local attention */
+        void *att_b;          /* (B, Tc, H*hd) partial output of the local attention */
+    } scr;
+};
 
-/* Allocates params (zero), grads (zero), activations and scratch for up to
- * max_batch sequences; holds layers [first_layer, last_layer) (0, layers for
- * the whole model). Checks the config (model_config_check). */
-void model_init(model_t *m, const model_config_t *c, int first_layer, int last_layer,
-                int max_batch, dtype_t dtype, const device_t *d);
+/* Allocates the scratch and the RoPE table and, when with_params, the flat
+ * params (zero) and grads (zero), pointing unit_w/unit_g into them; without
+ * them (ZeRO-3) a unit hook must set unit_w[u] / unit_g[u] before the unit
+ * runs. Micro-batches hold at most max_batch sequences. Checks config and
+ * shard. Memory is counted as MEM_PARAMS, MEM_GRADS and MEM_ACTS. */
+void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int max_batch,
+                dtype_t dtype, const device_t *d, int with_params);
 void model_free(model_t *m);
-void model_acts_alloc(const model_t *m, model_acts_t *a, int max_batch);
-void model_acts_free(const model_t *m, model_acts_t *a);
+/* Hooks run in the order added, before/after each unit's forward, backward
+ * and recomputation; either may be NULL. */
+void model_add_hook(model_t *m, model_unit_fn before, model_unit_fn after, void *ctx);
 
-/* Load the working params from a host fp32 array in the object's OWN layout
- * (m->layout.total elements), converting to the model's dtype. */
+/* Activations for one micro-batch of B <= max_batch sequences through chunk
+ * `chunk`, with a recomputation policy (recompute_every 0: none). */
+void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
+                     int selective);
+void model_acts_free(model_t *m, model_acts_t *a);
+/* The micro-batch's tokens: tokens and targets (B, seq) int32 on the host, the
+ * WHOLE sequences; this rank's rows are picked (context parallelism) and
+ * copied to the device. tokens may be NULL without the embedding, targets
+ * without the head; targets < 0 are ignored. */
+void model_set_batch(model_t *m, model_acts_t *a, const int *tokens, const int *targets);
+
+/* Load the working params from a host fp32 array in the shard's layout,
+ * converting to the model's dtype; read them back. */
 void model_load_params(model_t *m, const float *host_fp32);
-/* Same, from the FULL model's array (takes the object's slice). */
-void model_load_full_params(model_t *m, const float *host_full_fp32);
-/* The working params as fp32 on the host, object's layout. */
 void model_get_params(const model_t *m, float *host_fp32);
 void model_zero_grads(model_t *m);
 
-/* ---- forward and backward ----------------------------------------------------
- * model_forward runs one micro-batch of B <= max_batch sequences of cfg.seq
- * tokens. tokens_host, targets_host: (B, seq) int32 on the host (targets
- * < 0 are ignored). Without the embedding (first > 0) tokens_host may be NULL
- * and the input is read from model_input(m); without the head (last <
- * layers) targets_host may be NULL, the output is left in model_output(m)
- * and the return value is 0. With the head it returns the SUM over the B*seq
- * tokens of the cross-entropy loss (the trainer divides by the global token
- * count). Synchronises (the loss comes back to the host). */
-double model_forward(model_t *m, const int *tokens_host, const int *targets_host, int B);
+/* ---- forward and backward ------------------------------------------------------
+ * model_forward runs the micro-batch through its chunk: the embedding (when
+ * the chunk has it; else the input must be in a->resid[0], (R, C)), the
+ * layers, and the head (when it has it; else the output is left in
+ * a->resid[n_layers]). With the head it returns the SUM of the cross-entropy
+ * over this rank's Rf tokens (identical on the tp ranks: model_counts_loss
+ * says which one counts it); the trainer divides by the global token count.
+ * Synchronises (the loss comes back to the host). */
+double model_forward(model_t *m, model_acts_t *a);
+int model_counts_loss(const model_t *m);
 
-/* Backward through the last forward, ACCUMULATING (+=) into m->grads.
- * With the head, dlogits = (softmax - onehot) * dlogits_scale (the trainer
- * passes 1/global_tokens, so grads are of the mean loss); without it, the
- * gradient of the stage's output must be in model_grad_io(m) (dtype, (B, seq,
- * dim)), and dlogits_scale is unused. Without the embedding, model_grad_io(m)
- * ends holding the gradient of the stage's input.
- * grad_ready (may be NULL) is called as soon as each contiguous range of
- * grads is final for this micro-batch, in this order: [final_norm, total)
- * (final norm + lm_head, when has_head), then each layer from last-1 down to
- * first ([model_layer_begin, model_layer_end)), then [embedding, +vocab*dim)
- * (when has_embedding). On a GPU the range's kernels are queued, not
- * finished, when it is called: order communication after them on the
- * compute stream (an event) before reading. */
-typedef void (*grad_ready_fn)(void *ctx, size_t offset, size_t count);
-void model_backward(model_t *m, float dlogits_scale, grad_ready_fn grad_ready, void *ctx);
+/* Backward through a's forward, ACCUMULATING (+=) into the units' gradients.
+ * With the head, dlogits = (softmax - onehot) * scale (the trainer passes
+ * 1/global_tokens, so grads are of the mean loss) and dy is unused; without
+ * it, dy is the gradient of the chunk's output ((R, C), dtype, device).
+ * Without the embedding the gradient of the chunk's input is left in
+ * model_grad_input(m) (valid until the next backward). After each unit's
+ * backward the after-hooks run (on a GPU its kernels are queued, not
+ * finished: order communication after them on the compute stream). */
+void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy);
+void *model_grad_input(model_t *m);
 
-/* The stage's input (resid[0]) and output (resid[n_layers]) of the current
- * activation set, and the residual-gradient buffer; all (B, seq, dim), dtype. */
-void *model_input(model_t *m);
-void *model_output(model_t *m);
-void *model_grad_io(model_t *m);
-
-/* ---- one block, on explicit buffers (activation checkpointing recomputes a
- * block by calling block_forward again; later chapters split it) ----
- * block_forward: a->x must be set; fills every other field of a and writes
- * the block's output to y ((B, seq, dim), dtype; y != a->x).
- * block_backward: dres holds dL/dy on entry and dL/dx on return (in place);
- * accumulates the layer's parameter gradients into m->grads. */
-void block_forward(model_t *m, int layer, block_acts_t *a, void *y, int B);
-void block_backward(model_t *m, int layer, const block_acts_t *a, void *dres, int B);
+/* The default attention core: every pair of this rank's token chunks. */
+void model_attn_local_forward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
+                              const void *k, const void *v, void *out, float *lse);
+void model_attn_local_backward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
+                               const void *k, const void *v, const void *out, const void *dout,
+                               const float *lse, void *dq, void *dk, void *dv);
 
 /* ---- gradient dump (format in MODEL.md, little-endian) ---------------------
  * Writes, for the FULL model: header (magic "LLMDUMP1", version, config, B,
- * eps, rope base, parameter count), params fp32, tokens int32 (B, seq),
- * targets int32 (B, seq), loss float64 (the mean cross-entropy over the
+ * eps, rope base, head dim, parameter count), params fp32, tokens int32 (B,
+ * seq), targets int32 (B, seq), loss float64 (the mean cross-entropy over the
  * batch's tokens), grads fp32 (of that same mean loss). Dies on I/O errors. */
-#define MODEL_DUMP_VERSION 1
+#define MODEL_DUMP_VERSION 2
 void model_dump_write(const char *path, const model_config_t *c, const float *params,
                       const int *tokens, const int *targets, int B, double loss,
                       const float *grads);

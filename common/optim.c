@@ -1,6 +1,7 @@
-/* optim.c: AdamW over a flat fp32 range, the learning-rate schedule and the
- * clipping factor. The arithmetic is op_adamw (ops.h); this file only walks
- * the range in segments with and without weight decay. */
+/* optim.c: AdamW over this rank's pieces of the parameters, the
+ * learning-rate schedule and the clipping factor. The arithmetic is op_adamw
+ * (ops.h); this file cuts the pieces into runs with and without weight decay
+ * (and counted or not in the gradient norm) and walks them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,68 +10,98 @@
 #include "ops.h"
 #include "optim.h"
 
-void optim_init(optim_t *o, const float *master_init, size_t n, const device_t *d) {
+/* Cut every piece at the tensor boundaries where decay or counting changes. */
+static void make_runs(optim_t *o, const model_config_t *c, const model_shard_t *s) {
+    int nt = model_tensors(c, s, NULL, 0);
+    model_tensor_t *ts = xmalloc(sizeof *ts * (size_t)nt);
+    model_tensors(c, s, ts, nt);
+    o->runs = xmalloc(sizeof *o->runs * (size_t)(o->npieces * nt + 1));
+    o->nruns = 0;
+    for (int p = 0; p < o->npieces; p++) {
+        size_t lo = o->pieces[p].flat, hi = lo + o->pieces[p].count;
+        for (int k = 0; k < nt; k++) {   /* tensors are in flat order */
+            size_t b = ts[k].offset, e = b + ts[k].rows * ts[k].cols;
+            if (e <= lo || b >= hi) continue;
+            if (b < lo) b = lo;
+            if (e > hi) e = hi;
+            int decay = !ts[k].is_norm, counted = ts[k].tp_owner;
+            if (o->nruns && o->runs[o->nruns - 1].piece == p && o->runs[o->nruns - 1].decay == decay &&
+                o->runs[o->nruns - 1].counted == counted) {
+                o->runs[o->nruns - 1].count += e - b;   /* continues the previous run */
+                continue;
+            }
+            o->runs[o->nruns].piece = p;
+            o->runs[o->nruns].rel = b - lo;
+            o->runs[o->nruns].count = e - b;
+            o->runs[o->nruns].decay = decay;
+            o->runs[o->nruns].counted = counted;
+            o->nruns++;
+        }
+    }
+    free(ts);
+}
+
+void optim_init(optim_t *o, const optim_piece_t *pieces, int npieces, size_t n,
+                const float *master_init, const model_config_t *c, const model_shard_t *s,
+                const device_t *d) {
     memset(o, 0, sizeof *o);
     o->d = d;
     o->n = n;
-    o->master = dev_alloc(d, n * sizeof(float));
-    o->m = dev_alloc(d, n * sizeof(float));
-    o->v = dev_alloc(d, n * sizeof(float));
+    for (int p = 0; p < npieces; p++)
+        if (pieces[p].off + pieces[p].count > n || (p && pieces[p].off < pieces[p - 1].off + pieces[p - 1].count))
+            die("optim_init: piece %d [%zu, +%zu) is outside [0, %zu) or overlaps the one before",
+                p, pieces[p].off, pieces[p].count, n);
+    o->pieces = xmalloc(sizeof *o->pieces * (size_t)(npieces ? npieces : 1));
+    memcpy(o->pieces, pieces, sizeof *o->pieces * (size_t)npieces);
+    o->npieces = npieces;
+    o->master = dev_alloc_as(d, n * sizeof(float), MEM_OPTIM);
+    o->m = dev_alloc_as(d, n * sizeof(float), MEM_OPTIM);
+    o->v = dev_alloc_as(d, n * sizeof(float), MEM_OPTIM);
     dev_from_host(d, o->master, master_init, n * sizeof(float));
     o->beta1 = OPTIM_BETA1;
     o->beta2 = OPTIM_BETA2;
     o->eps = OPTIM_EPS;
     o->weight_decay = OPTIM_WEIGHT_DECAY;
+    make_runs(o, c, s);
 }
 
 void optim_free(optim_t *o) {
     dev_free(o->d, o->master);
     dev_free(o->d, o->m);
     dev_free(o->d, o->v);
-    free(o->no_decay);
+    free(o->pieces);
+    free(o->runs);
     memset(o, 0, sizeof *o);
 }
 
-void optim_no_decay_norms(optim_t *o, const model_layout_t *lay, const model_config_t *c,
-                          size_t offset) {
-    int nt = model_tensors(lay, c, NULL, 0);
-    model_tensor_t *ts = xmalloc(sizeof *ts * nt);
-    model_tensors(lay, c, ts, nt);
-    free(o->no_decay);
-    o->no_decay = xmalloc(sizeof *o->no_decay * nt);
-    o->n_no_decay = 0;
-    for (int k = 0; k < nt; k++) {   /* tensors come in flat order: ranges stay sorted */
-        if (!ts[k].is_norm) continue;
-        size_t b = ts[k].offset, e = b + ts[k].rows * ts[k].cols;
-        /* intersect with the optimizer's [offset, offset + n) */
-        if (e <= offset || b >= offset + o->n) continue;
-        b = b < offset ? 0 : b - offset;
-        e = e - offset > o->n ? o->n : e - offset;
-        o->no_decay[o->n_no_decay][0] = b;
-        o->no_decay[o->n_no_decay][1] = e;
-        o->n_no_decay++;
+void optim_step(optim_t *o, dtype_t wt, float lr, float grad_scale, int step) {
+    if (step < 1) die("optim_step: step must be >= 1 (got %d)", step);
+    size_t es = dtype_size(wt);
+    for (int r = 0; r < o->nruns; r++) {
+        const optim_piece_t *pc = &o->pieces[o->runs[r].piece];
+        size_t rel = o->runs[r].rel, off = pc->off + rel;
+        op_adamw(o->d, o->master + off, o->m + off, o->v + off, pc->grad + rel,
+                 pc->work ? (char *)pc->work + rel * es : NULL, wt, o->runs[r].count, lr,
+                 o->beta1, o->beta2, o->eps, o->runs[r].decay ? o->weight_decay : 0.0f,
+                 grad_scale, step);
     }
-    free(ts);
 }
 
-void optim_step(optim_t *o, const float *grads, void *working, dtype_t wt, float lr,
-                float grad_scale, int step) {
-    if (step < 1) die("optim_step: step must be >= 1 (got %d)", step);
-    size_t es = dtype_size(wt), pos = 0;
-    /* Alternate: [pos, next no-decay begin) with decay, then the no-decay range. */
-    for (int r = 0; r <= o->n_no_decay; r++) {
-        size_t b = r < o->n_no_decay ? o->no_decay[r][0] : o->n;
-        size_t e = r < o->n_no_decay ? o->no_decay[r][1] : o->n;
-        for (int pass = 0; pass < 2; pass++) {
-            size_t lo = pass == 0 ? pos : b, hi = pass == 0 ? b : e;
-            if (hi <= lo) continue;
-            float wd = pass == 0 ? o->weight_decay : 0.0f;
-            op_adamw(o->d, o->master + lo, o->m + lo, o->v + lo, grads + lo,
-                     working ? (char *)working + lo * es : NULL, wt, hi - lo, lr, o->beta1,
-                     o->beta2, o->eps, wd, grad_scale, step);
-        }
-        pos = e;
+/* One op_sumsq (a host synchronisation on a GPU) per stretch of counted
+ * runs that follow each other in one piece: usually one per piece. */
+double optim_grad_sumsq(const optim_t *o) {
+    double s = 0.0;
+    for (int r = 0; r < o->nruns;) {
+        if (!o->runs[r].counted) { r++; continue; }
+        int p = o->runs[r].piece, e = r + 1;
+        size_t n = o->runs[r].count;
+        while (e < o->nruns && o->runs[e].counted && o->runs[e].piece == p &&
+               o->runs[e].rel == o->runs[r].rel + n)
+            n += o->runs[e++].count;
+        s += op_sumsq(o->d, DT_F32, o->pieces[p].grad + o->runs[r].rel, n);
+        r = e;
     }
+    return s;
 }
 
 float lr_at(int step, int warmup, int total, float max_lr, float min_lr) {

@@ -1,11 +1,13 @@
-/* optim.h: AdamW with fp32 master weights, learning-rate schedule, clipping.
+/* optim.h: AdamW with fp32 master weights over this rank's part of the
+ * parameters, the learning-rate schedule, and the clipping factor.
  *
- * The optimizer owns a flat range of n parameters: fp32 master weights and
- * fp32 moments m and v (12 bytes per parameter; with bf16 working weights and
- * gradients, the "16 bytes per parameter" of mixed-precision Adam). DDP
- * gives it the whole flat array; ZeRO gives each rank its shard, a sub-range,
- * and says where the range starts (optim_no_decay_norms) so that weight decay
- * still skips the right elements.
+ * The optimizer owns n elements: fp32 master weights and fp32 moments m and
+ * v (12 bytes per parameter; with bf16 working weights and gradients, the
+ * "16 bytes per parameter" of mixed-precision Adam). The n elements are
+ * PIECES of the model shard's flat array: DDP gives it one piece, the whole
+ * array; ZeRO gives each rank its share of every unit (grad_sync.h). Each
+ * piece says where its gradients are and where its updated working weights
+ * go, so the same optimizer serves every chapter.
  *
  * Hyper-parameters (Llama's): beta1 0.9, beta2 0.95, eps 1e-8, weight decay
  * 0.1 on every matrix (embedding, projections, lm_head) and NOT on RMSNorm
@@ -30,32 +32,42 @@ extern "C" {
 #define OPTIM_WEIGHT_DECAY 0.1f
 
 typedef struct {
+    size_t off;          /* where the piece starts in master, m and v */
+    size_t flat;         /* where it starts in the model shard's flat array */
+    size_t count;
+    float *grad;         /* (count) fp32, device: its gradients */
+    void *work;          /* (count) the model's dtype, device: its working weights, or NULL */
+} optim_piece_t;
+
+typedef struct {
     const device_t *d;
     size_t n;
     float *master, *m, *v;     /* (n) fp32, device; m = v = 0 at init */
     float beta1, beta2, eps, weight_decay;
-    /* Sub-ranges [begin, end) of [0, n) updated WITHOUT weight decay, sorted,
-     * disjoint (the norm gains, once optim_no_decay_norms has run). */
-    size_t (*no_decay)[2];
-    int n_no_decay;
+    optim_piece_t *pieces;
+    int npieces;
+    /* Runs [off, off + count) of the n elements: decayed or not, and the ones
+     * this rank counts in the gradient norm (model_tensor_t.tp_owner). */
+    struct { int piece; size_t rel, count; int decay, counted; } *runs;
+    int nruns;
 } optim_t;
 
-/* master_init: (n) fp32 on the host, copied to the device. Weight decay then
- * applies to all n elements until optim_no_decay_norms is called. */
-void optim_init(optim_t *o, const float *master_init, size_t n, const device_t *d);
+/* master_init: (n) fp32 on the host, in piece order (pieces sorted by off,
+ * disjoint, inside [0, n); gaps between them are padding and stay unused).
+ * The pieces are copied. */
+void optim_init(optim_t *o, const optim_piece_t *pieces, int npieces, size_t n,
+                const float *master_init, const model_config_t *c, const model_shard_t *s,
+                const device_t *d);
 void optim_free(optim_t *o);
-/* Exempt the RMSNorm gains from weight decay: the optimizer's element i is
- * element offset + i of the flat array described by lay (offset = the
- * shard's start for ZeRO, 0 otherwise). Every trainer calls it once. */
-void optim_no_decay_norms(optim_t *o, const model_layout_t *lay, const model_config_t *c,
-                          size_t offset);
 
-/* One AdamW step (step >= 1, for bias correction) over the n elements:
- * grads (n) fp32 device; the updated master is also written, converted to
- * wt, to working_params (n elements of type wt, device; may be NULL).
- * grad_scale multiplies every gradient first (the clip factor). */
-void optim_step(optim_t *o, const float *grads, void *working_params, dtype_t wt, float lr,
-                float grad_scale, int step);
+/* One AdamW step (step >= 1, for bias correction) over every piece; the
+ * updated master is also written, converted to wt, to each piece's working
+ * weights. grad_scale multiplies every gradient first (the clip factor). */
+void optim_step(optim_t *o, dtype_t wt, float lr, float grad_scale, int step);
+
+/* Sum of squared gradients over the elements this rank counts (norm gains
+ * replicated by tensor parallelism once, on their first rank). */
+double optim_grad_sumsq(const optim_t *o);
 
 /* Learning rate at step (1-based): linear warm-up max_lr * step / warmup for
  * step <= warmup, then cosine from max_lr down to min_lr at step == total:
@@ -65,7 +77,7 @@ void optim_step(optim_t *o, const float *grads, void *working_params, dtype_t wt
 float lr_at(int step, int warmup, int total, float max_lr, float min_lr);
 
 /* Gradient-norm clipping. sumsq: the sum of squared gradients over the WHOLE
- * model (op_sumsq of each rank's piece, summed across ranks that hold
+ * model (each rank's optim_grad_sumsq, summed across the ranks that hold
  * different pieces). Returns the factor to pass as grad_scale:
  * min(1, max_norm / (norm + 1e-6)), and 1 when max_norm <= 0 (no clipping);
  * *norm_out (may be NULL) receives norm = sqrt(sumsq). */

@@ -110,7 +110,7 @@ ifneq ($(wildcard 02_allreduce/main.c),)
 $(eval $(call emu_program,allreduce,$(wildcard 02_allreduce/*.c 02_allreduce/*.cu)))
 endif
 ifneq ($(wildcard 03_ddp/main.c),)
-$(eval $(call emu_program,ddp,03_ddp/main.c 03_ddp/ddp.c))
+$(eval $(call emu_program,ddp,03_ddp/main.c))
 endif
 
 all: $(EMU_TARGETS)

@@ -23,10 +23,12 @@ def read_dump(path):
     if data[:8] != b"LLMDUMP1":
         sys.exit("error: %s is not a model dump (bad magic)" % path)
     version, = struct.unpack_from("<I", data, 8)
-    if version != 1:
-        sys.exit("error: dump version %d, this reference reads 1" % version)
+    if version not in (1, 2):
+        sys.exit("error: dump version %d, this reference reads 1 and 2" % version)
     V, C, L, H, KV, F, T, B = struct.unpack_from("<8i", data, 12)
     eps, base = struct.unpack_from("<2f", data, 44)
+    hd, = struct.unpack_from("<I", data, 52)   # version 1: 0, meaning C / H
+    hd = hd or C // H
     n, = struct.unpack_from("<Q", data, 56)
     off = 64
     params = list(struct.unpack_from("<%df" % n, data, off)); off += 4 * n
@@ -36,14 +38,13 @@ def read_dump(path):
     grads = list(struct.unpack_from("<%df" % n, data, off)); off += 4 * n
     if off != len(data):
         sys.exit("error: dump size %d, expected %d" % (len(data), off))
-    cfg = dict(V=V, C=C, L=L, H=H, KV=KV, F=F, T=T, B=B, eps=eps, base=base)
+    cfg = dict(V=V, C=C, L=L, H=H, KV=KV, hd=hd, F=F, T=T, B=B, eps=eps, base=base)
     return cfg, params, tokens, targets, loss, grads
 
 
 def layout(c):
     """[(name, offset, rows, cols)] in flat order, from MODEL.md's table."""
-    V, C, L, H, KV, F = c["V"], c["C"], c["L"], c["H"], c["KV"], c["F"]
-    hd = C // H
+    V, C, L, H, KV, F, hd = c["V"], c["C"], c["L"], c["H"], c["KV"], c["F"], c["hd"]
     out, off = [], 0
 
     def add(name, r, cc):
@@ -95,8 +96,7 @@ def rope(u, pos, hd, base):
 
 
 def mean_loss(c, p, tokens, targets):
-    V, C, L, H, KV, F, T, B = (c[k] for k in ("V", "C", "L", "H", "KV", "F", "T", "B"))
-    hd = C // H
+    V, C, L, H, KV, F, T, B, hd = (c[k] for k in ("V", "C", "L", "H", "KV", "F", "T", "B", "hd"))
     lay, _ = layout(c)
     off = {name: o for name, o, _, _ in lay}
     total = 0.0
@@ -186,7 +186,7 @@ def main():
             sys.exit("error: unknown argument %s" % args[i])
     c, p, tokens, targets, loss, grads = read_dump(path)
     bad = 0
-    print("config: vocab %(V)d dim %(C)d layers %(L)d heads %(H)d kv_heads %(KV)d ffn %(F)d "
+    print("config: vocab %(V)d dim %(C)d layers %(L)d heads %(H)d kv_heads %(KV)d head_dim %(hd)d ffn %(F)d "
           "seq %(T)d batch %(B)d" % c)
     if seed is not None:
         ref = init_params(c, seed)

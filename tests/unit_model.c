@@ -671,33 +671,42 @@ TEST(model_adamw_step_matches_hand_computed_values) {
 
 TEST(model_optimizer_skips_weight_decay_on_norm_gains_also_in_a_shard) {
     setup();
-    model_config_t c = {11, 8, 2, 2, 1, 12, 5};
-    model_layout_t lay;
-    model_layout(&lay, &c, 0, 2);
-    size_t n = lay.total;
-    float *p = xmalloc(n * 4), *zero = calloc(n, 4);
-    for (size_t i = 0; i < n; i++) p[i] = 1.0f;
-    /* zero gradient: only weight decay moves a parameter, to 1 - lr*wd */
-    for (int shard = 0; shard < 2; shard++) {
-        size_t off = shard ? lay.layers_begin + 3 : 0, len = shard ? n - off - 5 : n;
+    model_config_t c = {11, 8, 2, 2, 1, 0, 12, 5};
+    model_shard_t full = model_shard_full(&c);
+    size_t n = model_shard_size(&c, &full);
+    float *ones = xmalloc(n * 4), *zero = calloc(n, 4);
+    for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
+    float *dz = up(zero, n, DT_F32);
+    /* zero gradient: only weight decay moves a parameter, to 1 - lr*wd. One
+     * piece (the whole array), then two pieces cut across tensors with a gap
+     * of padding between them (a ZeRO shard). */
+    for (int sharded = 0; sharded < 2; sharded++) {
+        optim_piece_t pc[2] = {{0, 0, n, dz, NULL}, {0}};
+        int np = 1;
+        size_t len = n;
+        if (sharded) {
+            pc[0] = (optim_piece_t){0, 3, 40, dz + 3, NULL};
+            pc[1] = (optim_piece_t){50, 100, n - 105, dz + 100, NULL};
+            np = 2;
+            len = 50 + n - 105;
+        }
         optim_t o;
-        optim_init(&o, p + off, len, &dev);
-        optim_no_decay_norms(&o, &lay, &c, off);
-        float *dz = up(zero, len, DT_F32);
-        optim_step(&o, dz, NULL, DT_F32, 0.5f, 1.0f, 1);
+        optim_init(&o, pc, np, len, ones, &c, &full, &dev);
+        optim_step(&o, DT_F32, 0.5f, 1.0f, 1);
         float *got = xmalloc(len * 4);
         dev_to_host(&dev, got, o.master, len * 4);
         model_tensor_t ts[32];
-        int nt = model_tensors(&lay, &c, ts, 32);
+        model_tensors(&c, &full, ts, 32);
         int bad = 0;
-        for (int k = 0; k < nt; k++)
-            for (size_t e = 0; e < ts[k].rows * ts[k].cols; e++) {
-                size_t i = ts[k].offset + e;
-                if (i < off || i >= off + len) continue;
+        for (int q = 0; q < np; q++)
+            for (size_t e = 0; e < pc[q].count; e++) {
+                size_t i = pc[q].flat + e;
+                int k = 0;
+                while (!(i >= ts[k].offset && i < ts[k].offset + ts[k].rows * ts[k].cols)) k++;
                 float want = ts[k].is_norm ? 1.0f : 1.0f - 0.5f * OPTIM_WEIGHT_DECAY;
-                if (fabsf(got[i - off] - want) > 1e-6f && bad++ < 3)
-                    UNIT_FAIL("shard %d: %s[%zu] = %g after a zero-gradient step, expected %g",
-                              shard, ts[k].name, e, got[i - off], want);
+                if (fabsf(got[pc[q].off + e] - want) > 1e-6f && bad++ < 3)
+                    UNIT_FAIL("pieces %d: %s element %zu = %g after a zero-gradient step, expected %g",
+                              np, ts[k].name, i - ts[k].offset, got[pc[q].off + e], want);
             }
         optim_free(&o);
         free(got);
@@ -718,8 +727,9 @@ TEST(model_lr_warms_up_linearly_then_follows_cosine_to_min) {
     EXPECT_NEAR(clip_factor(100.0, 0.0f, NULL), 1.0, 0);
 }
 
+
 /* ---- the model -------------------------------------------------------------------------------- */
-static const model_config_t tiny = {11, 8, 2, 2, 1, 12, 5};   /* vocab dim layers heads kv ffn seq */
+static const model_config_t tiny = {11, 8, 2, 2, 1, 0, 12, 5};   /* vocab dim layers heads kv hd ffn seq */
 
 static void tiny_batch(const model_config_t *c, int B, int *tok, int *tg, uint64_t seed) {
     uint64_t s = seed;
@@ -731,36 +741,60 @@ static void tiny_batch(const model_config_t *c, int B, int *tok, int *tg, uint64
     }
 }
 
+/* A whole model on the device under test, with params p (host, full). */
+static void whole(model_t *m, const model_config_t *c, int B, dtype_t t, const float *p) {
+    model_shard_t s = model_shard_full(c);
+    model_init(m, c, &s, B, t, &dev, 1);
+    if (p) model_load_params(m, p);
+}
+
+static double fwd(model_t *m, model_acts_t *a, const int *tok, const int *tg) {
+    model_set_batch(m, a, tok, tg);
+    return model_forward(m, a);
+}
+
+static float *grads_of(const model_t *m) {
+    float *g = xmalloc(m->size * 4);
+    dev_to_host(&dev, g, m->grads, m->size * 4);
+    return g;
+}
+
 TEST(model_layout_lists_every_tensor_once_in_documented_order) {
-    model_config_t c = {13, 12, 3, 6, 2, 20, 4};
-    model_layout_t lay;
-    model_layout(&lay, &c, 0, 3);
+    model_config_t c = {13, 12, 3, 6, 2, 0, 20, 4};
+    model_shard_t s = model_shard_full(&c);
     model_tensor_t ts[64];
-    int nt = model_tensors(&lay, &c, ts, 64);
+    int nt = model_tensors(&c, &s, ts, 64);
     EXPECT_EQ_INT(nt, 1 + 9 * 3 + 2);
     size_t at = 0;
     for (int k = 0; k < nt; k++) {
         if (ts[k].offset != at) UNIT_FAIL("%s starts at %zu, expected %zu (gap or overlap)", ts[k].name, ts[k].offset, at);
+        if (ts[k].full_offset != ts[k].offset) UNIT_FAIL("%s: the whole model is its own full layout", ts[k].name);
         at = ts[k].offset + ts[k].rows * ts[k].cols;
     }
-    EXPECT_EQ_INT(at, lay.total);
-    EXPECT_EQ_INT(lay.total, model_param_count(&c));
+    EXPECT_EQ_INT(at, model_shard_size(&c, &s));
+    EXPECT_EQ_INT(at, model_param_count(&c));
     /* hd = 2, kv dims = 4: per layer 12 + 12*12 + 2*12*4 + 12*12 + 12 + 3*12*20 */
-    EXPECT_EQ_INT(lay.layer_size, 12 + 144 + 96 + 144 + 12 + 720);
+    EXPECT_EQ_INT(ts[11].offset - ts[2].offset, 12 + 144 + 96 + 144 + 12 + 720);
     EXPECT(!strcmp(ts[0].name, "tok_embedding") && !strcmp(ts[2].name, "layers.0.wq"));
     EXPECT(!strcmp(ts[9].name, "layers.0.w2") && !strcmp(ts[nt - 1].name, "lm_head"));
     EXPECT_EQ_INT(model_default_ffn(512), 1408);
     EXPECT_EQ_INT(model_default_ffn(256), 704);
     /* a middle stage: no embedding, no head, offsets from 0 */
-    model_layout_t mid;
-    model_layout(&mid, &c, 1, 2);
-    EXPECT(!mid.has_embedding && !mid.has_head);
-    EXPECT_EQ_INT(mid.total, lay.layer_size);
-    EXPECT_EQ_INT(model_layer_begin(&mid, 1), 0);
+    model_shard_t mid = s;
+    mid.first = 1;
+    mid.per_chunk = 1;
+    nt = model_tensors(&c, &mid, ts, 64);
+    EXPECT_EQ_INT(nt, 9);
+    EXPECT(!strcmp(ts[0].name, "layers.1.attn_norm") && ts[0].offset == 0);
+    /* an explicit head dim: q is (dim, heads * hd), not (dim, dim) */
+    model_config_t h = c;
+    h.head_dim = 4;
+    model_tensors(&h, &s, ts, 64);
+    EXPECT(ts[2].rows == 12 && ts[2].cols == 24 && ts[5].rows == 24 && ts[5].cols == 12);
 }
 
 TEST(model_init_is_deterministic_with_documented_scales) {
-    model_config_t c = {64, 32, 4, 4, 2, 96, 8};
+    model_config_t c = {64, 32, 4, 4, 2, 0, 96, 8};
     size_t n = model_param_count(&c);
     float *a = xmalloc(n * 4), *b = xmalloc(n * 4);
     model_init_params(a, &c, 42);
@@ -768,10 +802,9 @@ TEST(model_init_is_deterministic_with_documented_scales) {
     EXPECT(memcmp(a, b, n * 4) == 0);
     model_init_params(b, &c, 43);
     EXPECT(memcmp(a, b, n * 4) != 0);
-    model_layout_t lay;
-    model_layout(&lay, &c, 0, c.layers);
+    model_shard_t s = model_shard_full(&c);
     model_tensor_t ts[64];
-    int nt = model_tensors(&lay, &c, ts, 64);
+    int nt = model_tensors(&c, &s, ts, 64);
     double all = 0, nall = 0, out = 0, nout = 0;
     for (int k = 0; k < nt; k++) {
         size_t m = ts[k].rows * ts[k].cols;
@@ -789,21 +822,55 @@ TEST(model_init_is_deterministic_with_documented_scales) {
     EXPECT_NEAR(sqrt(out / nout), 0.02 / sqrt(2.0 * c.layers), 0.002);
 }
 
+/* Every shard of a model, its blocks placed back, rebuilds the full array;
+ * slicing the result gives each shard's array again. */
+TEST(model_shard_slice_then_place_is_the_identity) {
+    model_config_t c = {16, 16, 4, 4, 2, 0, 32, 8};
+    size_t N = model_param_count(&c);
+    float *full = xmalloc(N * 4), *back = xmalloc(N * 4);
+    for (size_t i = 0; i < N; i++) full[i] = (float)i;
+    const int tps[] = {1, 2, 4};
+    for (int ti = 0; ti < 3; ti++)
+        for (int P = 1; P <= 4; P *= 2) {
+            memset(back, 0, N * 4);
+            for (int st = 0; st < P; st++)
+                for (int r = 0; r < tps[ti]; r++) {
+                    model_shard_t s = model_shard_full(&c);
+                    model_shard_stage(&s, &c, P, st, P == 2 ? 2 : 1);   /* P 2: interleaved */
+                    s.tp = tps[ti];
+                    s.tp_rank = r;
+                    size_t n = model_shard_size(&c, &s);
+                    float *part = xmalloc(n * 4), *again = xmalloc(n * 4);
+                    model_shard_slice(&c, &s, 0, n, full, part);
+                    model_shard_place(&c, &s, 0, n, part, back, 1);
+                    model_shard_slice(&c, &s, 0, n, back, again);
+                    EXPECT(memcmp(part, again, n * 4) == 0);
+                    free(part);
+                    free(again);
+                }
+            size_t bad = 0;
+            for (size_t i = 0; i < N; i++) bad += back[i] != full[i];
+            if (bad) UNIT_FAIL("tp %d, %d stages: %zu elements not rebuilt", tps[ti], P, bad);
+        }
+}
+
 /* The whole model's loss as a function of the host parameter array. */
-typedef struct { model_t *m; float *p; int *tok, *tg; int B; } mloss_ctx;
+typedef struct { model_t *m; model_acts_t *a; float *p; int *tok, *tg; } mloss_ctx;
 static double model_loss(void *p) {
     mloss_ctx *c = p;
     model_load_params(c->m, c->p);
-    return model_forward(c->m, c->tok, c->tg, c->B);
+    return fwd(c->m, c->a, c->tok, c->tg);
 }
 
 TEST(model_gradient_matches_finite_differences_in_every_tensor) {
     setup();
     const int B = 2;
     model_t m;
-    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
-    size_t n = m.layout.total;
-    float *p = xmalloc(n * 4), *g = xmalloc(n * 4);
+    whole(&m, &tiny, B, DT_F32, NULL);
+    model_acts_t a;
+    model_acts_init(&m, &a, 0, B, 0, 0);
+    size_t n = m.size;
+    float *p = xmalloc(n * 4);
     model_init_params(p, &tiny, 7);
     /* Larger weights than the 0.02 init, so every path carries a gradient
      * well above fp32 noise; norm gains away from 1 too. */
@@ -812,13 +879,13 @@ TEST(model_gradient_matches_finite_differences_in_every_tensor) {
     int tok[10], tg[10];
     tiny_batch(&tiny, B, tok, tg, 3);
     tg[4] = -1;   /* an ignored target */
-    mloss_ctx c = {&m, p, tok, tg, B};
+    mloss_ctx c = {&m, &a, p, tok, tg};
     model_zero_grads(&m);
     model_loss(&c);
-    model_backward(&m, 1.0f, NULL, NULL);
-    dev_to_host(&dev, g, m.grads, n * 4);
+    model_backward(&m, &a, 1.0f, NULL);
+    float *g = grads_of(&m);
     model_tensor_t ts[32];
-    int nt = model_tensors(&m.layout, &tiny, ts, 32);
+    int nt = model_tensors(&m.cfg, &m.shard, ts, 32);
     for (int k = 0; k < nt; k++) {
         size_t len = ts[k].rows * ts[k].cols;
         double gmax = 0;
@@ -826,156 +893,242 @@ TEST(model_gradient_matches_finite_differences_in_every_tensor) {
         if (gmax < 1e-3) UNIT_FAIL("%s: gradient is (near) zero everywhere (max %g): test has no power", ts[k].name, gmax);
         fd_check(ts[k].name, p + ts[k].offset, len, g + ts[k].offset, model_loss, &c, hh, 2e-3, 24);
     }
+    model_acts_free(&m, &a);
     model_free(&m);
 }
 
-/* Run forward + backward of the full model and of two stages [0, s) and
- * [s, L) passing activations and gradients by hand, as a pipeline would. */
+/* A stage's full-model gradient slices, for comparison. */
+static void expect_slices_equal(const model_config_t *c, const model_shard_t *s, const float *g,
+                                const float *gfull, const char *what) {
+    size_t n = model_shard_size(c, s), bad = 0;
+    float *want = xmalloc(n * 4);
+    model_shard_slice(c, s, 0, n, gfull, want);
+    for (size_t i = 0; i < n; i++) bad += g[i] != want[i];
+    if (bad) UNIT_FAIL("%s: %zu of %zu gradients differ from the full model's", what, bad, n);
+    free(want);
+}
+
+/* Forward + backward of the full model and of pipeline stages passing the
+ * activations and gradients by hand: [0, 1) + [1, 3), and the interleaved
+ * cut of 4 layers over 2 stages x 2 chunks (stage 0: layers 0 and 2, stage
+ * 1: layers 1 and 3), run chunk by chunk in pipeline order. Bit-identical. */
 TEST(model_stages_compose_to_the_full_model) {
     setup();
-    model_config_t c = {17, 16, 3, 4, 2, 24, 6};
-    const int B = 2, N = B * c.seq;
-    size_t n = model_param_count(&c);
-    float *p = xmalloc(n * 4);
-    model_init_params(p, &c, 11);
-    for (size_t i = 0; i < n; i++) if (p[i] != 1.0f) p[i] *= 10;
-    int tok[12], tg[12];
-    tiny_batch(&c, B, tok, tg, 5);
-    model_t full, s0, s1;
-    model_init(&full, &c, 0, 3, B, DT_F32, &dev);
-    model_init(&s0, &c, 0, 1, B, DT_F32, &dev);
-    model_init(&s1, &c, 1, 3, B, DT_F32, &dev);
-    model_load_full_params(&full, p);
-    model_load_full_params(&s0, p);
-    model_load_full_params(&s1, p);
-    model_zero_grads(&full); model_zero_grads(&s0); model_zero_grads(&s1);
-    double lf = model_forward(&full, tok, tg, B);
-    double l0 = model_forward(&s0, tok, NULL, B);
-    EXPECT(l0 == 0.0);
-    size_t act = (size_t)N * c.dim * sizeof(float);
-    float *buf = xmalloc(act);
-    dev_to_host(&dev, buf, model_output(&s0), act);
-    dev_from_host(&dev, model_input(&s1), buf, act);
-    double l1 = model_forward(&s1, NULL, tg, B);
-    EXPECT(l1 == lf);
-    model_backward(&full, 0.1f, NULL, NULL);
-    model_backward(&s1, 0.1f, NULL, NULL);
-    dev_to_host(&dev, buf, model_grad_io(&s1), act);
-    dev_from_host(&dev, model_grad_io(&s0), buf, act);
-    model_backward(&s0, 0.0f, NULL, NULL);
-    float *gf = xmalloc(n * 4), *g0 = xmalloc(s0.layout.total * 4), *g1 = xmalloc(s1.layout.total * 4);
-    dev_to_host(&dev, gf, full.grads, n * 4);
-    dev_to_host(&dev, g0, s0.grads, s0.layout.total * 4);
-    dev_to_host(&dev, g1, s1.grads, s1.layout.total * 4);
-    /* the stages' grads, in their own layouts, are the full model's slices */
-    float *want0 = xmalloc(s0.layout.total * 4), *want1 = xmalloc(s1.layout.total * 4);
-    model_stage_slice(&c, 0, 1, gf, want0);
-    model_stage_slice(&c, 1, 3, gf, want1);
-    EXPECT_EQ_INT(s0.layout.total + s1.layout.total, n);
-    size_t bad = 0;
-    for (size_t i = 0; i < s0.layout.total; i++) bad += g0[i] != want0[i];
-    for (size_t i = 0; i < s1.layout.total; i++) bad += g1[i] != want1[i];
-    if (bad) UNIT_FAIL("%zu stage gradients differ from the full model's", bad);
-    model_free(&full); model_free(&s0); model_free(&s1);
+    for (int inter = 0; inter < 2; inter++) {
+        model_config_t c = {17, 16, inter ? 4 : 3, 4, 2, 0, 24, 6};
+        const int B = 2;
+        size_t n = model_param_count(&c), act = (size_t)B * c.seq * c.dim * 4;
+        float *p = xmalloc(n * 4), *buf = xmalloc(act);
+        model_init_params(p, &c, 11);
+        for (size_t i = 0; i < n; i++) if (p[i] != 1.0f) p[i] *= 10;
+        int tok[12], tg[12];
+        tiny_batch(&c, B, tok, tg, 5);
+        model_t full, st[2];
+        model_acts_t af, as[2][2];   /* [stage][chunk] */
+        whole(&full, &c, B, DT_F32, p);
+        model_acts_init(&full, &af, 0, B, 0, 0);
+        model_zero_grads(&full);
+        double lf = fwd(&full, &af, tok, tg);
+        model_backward(&full, &af, 0.1f, NULL);
+        float *gf = grads_of(&full);
+        int V = inter ? 2 : 1;
+        for (int k = 0; k < 2; k++) {
+            model_shard_t s = model_shard_full(&c);
+            if (inter) model_shard_stage(&s, &c, 2, k, 2);
+            else { s.first = k ? 1 : 0; s.per_chunk = k ? 2 : 1; s.chunk_stride = s.per_chunk; }
+            model_init(&st[k], &c, &s, B, DT_F32, &dev, 1);
+            size_t ns = model_shard_size(&c, &s);
+            float *ps = xmalloc(ns * 4);
+            model_shard_slice(&c, &s, 0, ns, p, ps);
+            model_load_params(&st[k], ps);
+            free(ps);
+            model_zero_grads(&st[k]);
+            for (int v = 0; v < V; v++) model_acts_init(&st[k], &as[k][v], v, B, 0, 0);
+        }
+        /* virtual stages in order: (stage 0, chunk 0), (1, 0), (0, 1), (1, 1) */
+        double loss = 0;
+        for (int vs = 0; vs < 2 * V; vs++) {
+            int k = vs % 2, v = vs / 2;
+            model_acts_t *a = &as[k][v];
+            model_set_batch(&st[k], a, a->has_embedding ? tok : NULL, a->has_head ? tg : NULL);
+            if (vs > 0) dev_from_host(&dev, a->resid[0], buf, act);
+            loss = model_forward(&st[k], a);
+            dev_to_host(&dev, buf, a->resid[a->n_layers], act);
+        }
+        EXPECT(loss == lf);
+        for (int vs = 2 * V - 1; vs >= 0; vs--) {
+            int k = vs % 2, v = vs / 2;
+            model_backward(&st[k], &as[k][v], 0.1f, vs == 2 * V - 1 ? NULL : buf);
+            if (vs > 0) dev_to_host(&dev, buf, model_grad_input(&st[k]), act);
+        }
+        for (int k = 0; k < 2; k++) {
+            float *g = grads_of(&st[k]);
+            expect_slices_equal(&c, &st[k].shard, g, gf, inter ? "interleaved stage" : "stage");
+            free(g);
+            for (int v = 0; v < V; v++) model_acts_free(&st[k], &as[k][v]);
+            model_free(&st[k]);
+        }
+        model_acts_free(&full, &af);
+        model_free(&full);
+        free(gf);
+        free(p);
+        free(buf);
+    }
 }
 
-typedef struct { size_t off[64], cnt[64]; int n; float *snap[64]; const model_t *m; } ready_log;
-static void on_ready(void *ctx, size_t off, size_t cnt) {
-    ready_log *r = ctx;
-    r->off[r->n] = off;
-    r->cnt[r->n] = cnt;
-    r->snap[r->n] = xmalloc(cnt * 4);
-    dev_sync(r->m->d);
-    dev_to_host(r->m->d, r->snap[r->n], r->m->grads + off, cnt * 4);
+/* The unit hooks: before and after every unit, forward in flat order and
+ * backward head first, layers down, embedding last; after a unit's
+ * backward its gradients are final for the micro-batch. */
+typedef struct { int n, unit[64], pass[64], after[64]; float *snap[64]; model_t *m; } hook_log;
+static void hook_rec(hook_log *r, int unit, model_pass_t pass, int after) {
+    r->unit[r->n] = unit;
+    r->pass[r->n] = pass;
+    r->after[r->n] = after;
+    r->snap[r->n] = NULL;
+    if (after && pass == PASS_BACKWARD) {
+        size_t cnt = r->m->units[unit].count;
+        r->snap[r->n] = xmalloc(cnt * 4);
+        dev_to_host(r->m->d, r->snap[r->n], r->m->unit_g[unit], cnt * 4);
+    }
     r->n++;
 }
+static void hook_before(void *ctx, model_t *m, int u, model_pass_t p) { (void)m; hook_rec(ctx, u, p, 0); }
+static void hook_after(void *ctx, model_t *m, int u, model_pass_t p) { (void)m; hook_rec(ctx, u, p, 1); }
 
-TEST(model_grad_ready_reports_final_ranges_head_first_then_layers_down_then_embedding) {
+TEST(model_unit_hooks_run_in_order_and_gradients_are_final_after_each_unit) {
     setup();
     const int B = 2;
     model_t m;
-    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
-    size_t n = m.layout.total;
-    float *p = xmalloc(n * 4);
+    float *p = xmalloc(model_param_count(&tiny) * 4);
     model_init_params(p, &tiny, 1);
-    model_load_params(&m, p);
+    whole(&m, &tiny, B, DT_F32, p);
+    hook_log r = {.n = 0, .m = &m};
+    model_add_hook(&m, hook_before, hook_after, &r);
+    model_acts_t a;
+    model_acts_init(&m, &a, 0, B, 0, 0);
     int tok[10], tg[10];
     tiny_batch(&tiny, B, tok, tg, 9);
     model_zero_grads(&m);
-    model_forward(&m, tok, tg, B);
-    ready_log r = {.n = 0, .m = &m};
-    model_backward(&m, 0.1f, on_ready, &r);
-    const model_layout_t *L = &m.layout;
-    EXPECT_EQ_INT(r.n, 1 + tiny.layers + 1);
-    EXPECT_EQ_INT(r.off[0], L->final_norm);
-    EXPECT_EQ_INT(r.off[0] + r.cnt[0], n);
-    for (int l = tiny.layers - 1, k = 1; l >= 0; l--, k++) {
-        EXPECT_EQ_INT(r.off[k], model_layer_begin(L, l));
-        EXPECT_EQ_INT(r.cnt[k], L->layer_size);
-    }
-    EXPECT_EQ_INT(r.off[r.n - 1], 0);
-    EXPECT_EQ_INT(r.cnt[r.n - 1], (size_t)tiny.vocab * tiny.dim);
-    /* each range, when reported, already held its final value */
-    float *g = xmalloc(n * 4);
-    dev_to_host(&dev, g, m.grads, n * 4);
-    for (int k = 0; k < r.n; k++)
-        if (memcmp(r.snap[k], g + r.off[k], r.cnt[k] * 4) != 0)
-            UNIT_FAIL("range %d [%zu, +%zu) changed after grad_ready reported it", k, r.off[k], r.cnt[k]);
+    fwd(&m, &a, tok, tg);
+    model_backward(&m, &a, 0.1f, NULL);
+    int U = m.n_units;
+    EXPECT_EQ_INT(U, 1 + tiny.layers + 1);
+    EXPECT_EQ_INT(r.n, 4 * U);
+    for (int i = 0; i < 2 * U && i < r.n; i++)   /* forward: units 0, 1, ... */
+        if (r.unit[i] != i / 2 || r.pass[i] != PASS_FORWARD || r.after[i] != i % 2)
+            UNIT_FAIL("forward hook %d: unit %d pass %d after %d", i, r.unit[i], r.pass[i], r.after[i]);
+    for (int i = 2 * U; i < 4 * U && i < r.n; i++)   /* backward: units U-1, ..., 0 */
+        if (r.unit[i] != U - 1 - (i - 2 * U) / 2 || r.pass[i] != PASS_BACKWARD || r.after[i] != i % 2)
+            UNIT_FAIL("backward hook %d: unit %d pass %d after %d", i, r.unit[i], r.pass[i], r.after[i]);
+    EXPECT(m.units[0].layer == -1 && m.units[U - 1].layer == tiny.layers);
+    float *g = grads_of(&m);
+    for (int i = 0; i < r.n; i++)
+        if (r.snap[i] && memcmp(r.snap[i], g + m.units[r.unit[i]].offset, m.units[r.unit[i]].count * 4) != 0)
+            UNIT_FAIL("unit %d's gradients changed after its backward hook", r.unit[i]);
+    model_acts_free(&m, &a);
     model_free(&m);
 }
 
-TEST(model_micro_batches_accumulate_to_the_full_batch_gradient) {
+/* Gradient accumulation: micro-batches of 1 and 3 sequences accumulate to
+ * the gradient of the 4 together (to rounding: different GEMM shapes), and
+ * two micro-batches in flight (forward, forward, backward, backward: what a
+ * pipeline does) give exactly the gradients of one after the other: a later
+ * forward does not touch an earlier micro-batch's activations. Backward in
+ * the reverse order adds the same terms in another order: equal to rounding. */
+TEST(model_micro_batches_accumulate_and_can_be_in_flight_together) {
     setup();
     const int B = 4;
     model_t m;
-    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
-    size_t n = m.layout.total, T = tiny.seq;
-    float *p = xmalloc(n * 4), *g1 = xmalloc(n * 4), *g2 = xmalloc(n * 4);
+    float *p = xmalloc(model_param_count(&tiny) * 4);
     model_init_params(p, &tiny, 2);
-    model_load_params(&m, p);
+    whole(&m, &tiny, B, DT_F32, p);
+    size_t n = m.size, T = tiny.seq;
     int tok[20], tg[20];
     tiny_batch(&tiny, B, tok, tg, 4);
     const float scale = 1.0f / (B * T);
+    model_acts_t all, a1, a3;
+    model_acts_init(&m, &all, 0, 4, 0, 0);
+    model_acts_init(&m, &a1, 0, 1, 0, 0);
+    model_acts_init(&m, &a3, 0, 3, 0, 0);
     model_zero_grads(&m);
-    double l = model_forward(&m, tok, tg, B);
-    model_backward(&m, scale, NULL, NULL);
-    dev_to_host(&dev, g1, m.grads, n * 4);
+    double l = fwd(&m, &all, tok, tg);
+    model_backward(&m, &all, scale, NULL);
+    float *g1 = grads_of(&m);
     model_zero_grads(&m);
-    double la = model_forward(&m, tok, tg, 1);
-    model_backward(&m, scale, NULL, NULL);
-    double lb = model_forward(&m, tok + T, tg + T, 3);
-    model_backward(&m, scale, NULL, NULL);
-    dev_to_host(&dev, g2, m.grads, n * 4);
+    double la = fwd(&m, &a1, tok, tg);
+    model_backward(&m, &a1, scale, NULL);
+    double lb = fwd(&m, &a3, tok + T, tg + T);
+    model_backward(&m, &a3, scale, NULL);
+    float *g2 = grads_of(&m);
     EXPECT_NEAR(la + lb, l, 1e-6);
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) { num += (g1[i] - g2[i]) * (double)(g1[i] - g2[i]); den += (double)g1[i] * g1[i]; }
     if (!(sqrt(num / den) < 1e-5)) UNIT_FAIL("accumulated gradient differs: relative error %g", sqrt(num / den));
+    /* in flight: both forwards first */
+    for (int reverse = 0; reverse < 2; reverse++) {
+        model_zero_grads(&m);
+        EXPECT(fwd(&m, &a1, tok, tg) == la);
+        EXPECT(fwd(&m, &a3, tok + T, tg + T) == lb);
+        model_backward(&m, reverse ? &a3 : &a1, scale, NULL);
+        model_backward(&m, reverse ? &a1 : &a3, scale, NULL);
+        float *g3 = grads_of(&m);
+        size_t bad = 0;
+        double worst = 0;
+        for (size_t i = 0; i < n; i++) {
+            bad += g3[i] != g2[i];
+            worst = fmax(worst, fabs(g3[i] - g2[i]) / fmax(fabs(g2[i]), 1e-6));
+        }
+        if (!reverse && bad) UNIT_FAIL("%zu gradients differ with two micro-batches in flight", bad);
+        if (reverse && !(worst < 1e-5)) UNIT_FAIL("backward in reverse order: relative difference %g", worst);
+        free(g3);
+    }
+    model_acts_free(&m, &all);
+    model_acts_free(&m, &a1);
+    model_acts_free(&m, &a3);
     model_free(&m);
 }
 
-TEST(model_block_forward_recomputed_gives_identical_activations) {
+/* Activation recomputation changes nothing: every policy gives the very
+ * gradients of keeping everything (same kernels, same order), holds fewer
+ * bytes of activations, and counts the layers it recomputed. */
+TEST(model_recomputation_policies_give_bit_identical_gradients) {
     setup();
+    model_config_t c = {17, 16, 6, 4, 2, 0, 24, 6};
     const int B = 2;
+    float *p = xmalloc(model_param_count(&c) * 4);
+    model_init_params(p, &c, 13);
+    int tok[12], tg[12];
+    tiny_batch(&c, B, tok, tg, 6);
     model_t m;
-    model_init(&m, &tiny, 0, tiny.layers, B, DT_F32, &dev);
-    float *p = xmalloc(m.layout.total * 4);
-    model_init_params(p, &tiny, 3);
-    model_load_params(&m, p);
-    int tok[10], tg[10];
-    tiny_batch(&tiny, B, tok, tg, 1);
-    model_forward(&m, tok, tg, B);
-    size_t N = (size_t)B * tiny.seq, bytes = N * tiny.ffn * 4;
-    block_acts_t *a = &m.acts->blocks[1];
-    float *g1 = xmalloc(bytes), *g2 = xmalloc(bytes), *y1 = xmalloc(N * tiny.dim * 4);
-    float *y2 = xmalloc(N * tiny.dim * 4);
-    dev_to_host(&dev, g1, a->g, bytes);
-    dev_to_host(&dev, y1, m.acts->resid[2], N * tiny.dim * 4);
-    dev_memset0(&dev, a->g, bytes);
-    block_forward(&m, 1, a, m.acts->resid[2], B);
-    dev_to_host(&dev, g2, a->g, bytes);
-    dev_to_host(&dev, y2, m.acts->resid[2], N * tiny.dim * 4);
-    EXPECT(memcmp(g1, g2, bytes) == 0);
-    EXPECT(memcmp(y1, y2, N * tiny.dim * 4) == 0);
+    whole(&m, &c, B, DT_F32, p);
+    const int every[] = {0, 1, 2, 4, 6, 0}, sel[] = {0, 0, 0, 0, 0, 1};
+    float *ref = NULL;
+    double lref = 0;
+    size_t bytes0 = 0;
+    for (int k = 0; k < 6; k++) {
+        model_acts_t a;
+        model_acts_init(&m, &a, 0, B, every[k], sel[k]);
+        model_zero_grads(&m);
+        double l = fwd(&m, &a, tok, tg);
+        model_backward(&m, &a, 0.05f, NULL);
+        float *g = grads_of(&m);
+        if (k == 0) { ref = g; lref = l; bytes0 = a.bytes; }
+        else {
+            size_t bad = 0;
+            for (size_t i = 0; i < m.size; i++) bad += g[i] != ref[i];
+            if (bad || l != lref) UNIT_FAIL("every %d selective %d: %zu gradients differ, loss %.17g vs %.17g",
+                                            every[k], sel[k], bad, l, lref);
+            /* one segment of all 6 layers keeps as much as no recomputation */
+            int saves = sel[k] || every[k] < c.layers;
+            if (saves ? !(a.bytes < bytes0) : a.bytes != bytes0)
+                UNIT_FAIL("every %d selective %d: %zu activation bytes against %zu without recomputation",
+                          every[k], sel[k], a.bytes, bytes0);
+            EXPECT_EQ_INT(a.recomputed, every[k] ? c.layers : 0);
+            free(g);
+        }
+        model_acts_free(&m, &a);
+    }
+    free(ref);
     model_free(&m);
 }
 
@@ -990,7 +1143,7 @@ TEST(model_block_forward_recomputed_gives_identical_activations) {
  * tensor 1.3%): we require 5% relative L2 error per tensor. */
 TEST(model_bf16_loss_and_gradients_are_close_to_fp32) {
     setup();
-    model_config_t c = {64, 32, 2, 4, 2, 96, 16};
+    model_config_t c = {64, 32, 2, 4, 2, 0, 96, 16};
     const int B = 2, N = B * c.seq;
     size_t n = model_param_count(&c);
     float *p = xmalloc(n * 4);
@@ -1002,21 +1155,20 @@ TEST(model_bf16_loss_and_gradients_are_close_to_fp32) {
     int tok[32], tg[32];
     tiny_batch(&c, B, tok, tg, 8);
     model_t f, h;
-    model_init(&f, &c, 0, c.layers, B, DT_F32, &dev);
-    model_init(&h, &c, 0, c.layers, B, DT_BF16, &dev);
-    model_load_params(&f, p);
-    model_load_params(&h, p);
+    whole(&f, &c, B, DT_F32, p);
+    whole(&h, &c, B, DT_BF16, p);
+    model_acts_t af, ah;
+    model_acts_init(&f, &af, 0, B, 0, 0);
+    model_acts_init(&h, &ah, 0, B, 0, 0);
     model_zero_grads(&f); model_zero_grads(&h);
-    double lf = model_forward(&f, tok, tg, B) / N, lh = model_forward(&h, tok, tg, B) / N;
-    model_backward(&f, 1.0f / N, NULL, NULL);
-    model_backward(&h, 1.0f / N, NULL, NULL);
+    double lf = fwd(&f, &af, tok, tg) / N, lh = fwd(&h, &ah, tok, tg) / N;
+    model_backward(&f, &af, 1.0f / N, NULL);
+    model_backward(&h, &ah, 1.0f / N, NULL);
     printf("loss fp32 %.6f bf16 %.6f (relative difference %.2e)\n", lf, lh, fabs(lh - lf) / lf);
     EXPECT_NEAR(lh, lf, 2e-3 * lf);
-    float *gf = xmalloc(n * 4), *gh = xmalloc(n * 4);
-    dev_to_host(&dev, gf, f.grads, n * 4);
-    dev_to_host(&dev, gh, h.grads, n * 4);
+    float *gf = grads_of(&f), *gh = grads_of(&h);
     model_tensor_t ts[32];
-    int nt = model_tensors(&f.layout, &c, ts, 32);
+    int nt = model_tensors(&f.cfg, &f.shard, ts, 32);
     double worst = 0;
     for (int k = 0; k < nt; k++) {
         double num = 0, den = 0;
@@ -1030,12 +1182,15 @@ TEST(model_bf16_loss_and_gradients_are_close_to_fp32) {
         if (!(rel < 0.05)) UNIT_FAIL("%s: bf16 gradient relative L2 error %.3g > 0.05", ts[k].name, rel);
     }
     printf("worst per-tensor gradient relative L2 error %.3g\n", worst);
+    model_acts_free(&f, &af);
+    model_acts_free(&h, &ah);
     model_free(&f);
     model_free(&h);
 }
 
 TEST(model_dump_round_trips_through_the_documented_format) {
     model_config_t c = tiny;
+    c.head_dim = 6;   /* explicit, not dim / heads = 4: the header must carry it */
     const int B = 2;
     size_t n = model_param_count(&c);
     float *p = xmalloc(n * 4), *g = xmalloc(n * 4);
@@ -1056,8 +1211,11 @@ TEST(model_dump_round_trips_through_the_documented_format) {
     EXPECT(memcmp(hdr, "LLMDUMP1", 8) == 0);
     int32_t v[9];
     memcpy(v, hdr + 8, sizeof v);
-    EXPECT_EQ_INT(v[0], 1);
+    EXPECT_EQ_INT(v[0], MODEL_DUMP_VERSION);
     EXPECT(v[1] == 11 && v[2] == 8 && v[3] == 2 && v[4] == 2 && v[5] == 1 && v[6] == 12 && v[7] == 5 && v[8] == 2);
+    uint32_t hd;
+    memcpy(&hd, hdr + 52, 4);
+    EXPECT_EQ_INT(hd, 6);
     uint64_t np;
     memcpy(&np, hdr + 56, 8);
     EXPECT_EQ_INT(np, n);
@@ -1081,14 +1239,17 @@ TEST(model_dump_round_trips_through_the_documented_format) {
  * differently). */
 TEST(model_writes_dumps_for_the_independent_reference) {
     setup();
-    /* 4 query heads on 2 kv heads, so the head mapping h / (H/KV) matters */
-    const model_config_t c = {11, 16, 2, 4, 2, 12, 5};
+    /* 4 query heads on 2 kv heads, so the head mapping h / (H/KV) matters;
+     * an explicit head dim, so the reference must read it from the header */
+    const model_config_t c = {11, 16, 2, 4, 2, 6, 12, 5};   /* head dim 6, not 16 / 4 */
     const int B = 2, N = B * c.seq;
     const char *dir = getenv("MODEL_DUMP_DIR") ? getenv("MODEL_DUMP_DIR") : "build/tests";
     model_t m;
-    model_init(&m, &c, 0, c.layers, B, DT_F32, &dev);
-    size_t n = m.layout.total;
-    float *p = xmalloc(n * 4), *g = xmalloc(n * 4);
+    whole(&m, &c, B, DT_F32, NULL);
+    model_acts_t a;
+    model_acts_init(&m, &a, 0, B, 0, 0);
+    size_t n = m.size;
+    float *p = xmalloc(n * 4);
     int tok[10], tg[10];
     tiny_batch(&c, B, tok, tg, 21);
     for (int k = 0; k < 2; k++) {
@@ -1097,22 +1258,29 @@ TEST(model_writes_dumps_for_the_independent_reference) {
             for (size_t i = 0; i < n; i++) p[i] = p[i] == 1.0f ? 1.0f + 0.25f * frand() : 15.0f * p[i];
         model_load_params(&m, p);
         model_zero_grads(&m);
-        double loss = model_forward(&m, tok, tg, B) / N;
-        model_backward(&m, 1.0f / N, NULL, NULL);
-        dev_to_host(&dev, g, m.grads, n * 4);
+        double loss = fwd(&m, &a, tok, tg) / N;
+        model_backward(&m, &a, 1.0f / N, NULL);
+        float *g = grads_of(&m);
         char path[512];
         snprintf(path, sizeof path, "%s/model_ref_%s.bin", dir, k ? "scaled" : "init");
-        model_dump_write(path, &c, p, tok, tg, B, loss, g);
+        model_dump_write(path, &m.cfg, p, tok, tg, B, loss, g);
         printf("wrote %s (loss %.6f)\n", path, loss);
+        free(g);
     }
+    model_acts_free(&m, &a);
     model_free(&m);
 }
 
-/* 6 N_matmul + 12 L C T per token, worked by hand for a small model:
+/* 6 N_matmul + 12 L H hd T per token, worked by hand for a small model:
  * dim 64, 2 layers, 4 heads (hd 16), 2 kv heads, ffn 192, vocab 100, seq 32.
  * Per layer: q 64*64 + k, v 2 * 64*32 + o 64*64 + 3 * 64*192 = 49152;
- * N_matmul = 2 * 49152 + 64 * 100 = 104704; attention 12 * 2 * 64 * 32. */
+ * N_matmul = 2 * 49152 + 64 * 100 = 104704; attention 12 * 2 * 64 * 32.
+ * With head dim 24 instead: q, o 64*96 each, k, v 64*48 each. */
 TEST(model_flops_per_token_is_6_n_matmul_plus_attention) {
     model_config_t c = {.vocab = 100, .dim = 64, .layers = 2, .heads = 4, .kv_heads = 2, .ffn = 192, .seq = 32};
     EXPECT_NEAR(model_flops_per_token(&c), 6.0 * 104704 + 12.0 * 2 * 64 * 32, 1e-12);
+    c.head_dim = 24;
+    double layer = 2 * 64 * 96 + 2 * 64 * 48 + 3 * 64 * 192;
+    EXPECT_NEAR(model_flops_per_token(&c), 6.0 * (2 * layer + 6400) + 12.0 * 2 * 96 * 32, 1e-12);
+    EXPECT_NEAR(model_layer_forward_flops_per_token(&c), 2.0 * layer + 4.0 * 96 * 32, 1e-12);
 }

@@ -1,19 +1,24 @@
-/* compare.c: are two training runs the same? (build/03_ddp/compare)
+/* compare.c: are two training runs the same? (build/tests/compare), the
+ * equivalence check of every trainer chapter's tests.
  *
  *   compare A B [--tol X] [--wtol Y] [--exact]
- *                                       final-state files of 03_ddp/ddp --save-final
+ *                                       final-state files of any trainer's --save-final
  *   compare --dumps A B [--tol X]       gradient dumps of --dump (MODEL.md)
  *
- * Final-state files: the losses of the steps both runs computed, matched by
- * step number, and the final fp32 master weights. Errors are relative:
- *   loss:    |a - b| / |b| for each common step
- *   weights: max_i |a_i - b_i| / max_i |b_i|   (norm-wise, so weights near zero
- *            do not turn rounding noise into huge ratios)
- * --tol bounds the loss error, --wtol the weights' (default: --tol); --exact
- * asks for bit-for-bit equality instead (resumed runs). Both runs
- * must end at the same step and share at least one step. Prints what was
- * compared and the worst difference; exit status 0 when within tolerance,
- * 1 otherwise (with an "error:" line). */
+ * Final-state files (common/train.c): the loss and the gradient norm (before
+ * clipping) of each step run, and the full model's final fp32 master weights,
+ * whatever mesh wrote them. The losses and norms of the steps both runs
+ * computed are matched by step number. Errors are relative:
+ *   loss, norm: |a - b| / |b| for each common step
+ *   weights:    max_i |a_i - b_i| / max_i |b_i|   (norm-wise, so weights near
+ *               zero do not turn rounding noise into huge ratios)
+ * The gradient norm is what shows a wrongly scaled gradient even when
+ * clipping or Adam's scale invariance hides it from the loss and weights.
+ * --tol bounds the loss and norm errors, --wtol the weights' (default:
+ * --tol); --exact asks for bit-for-bit equality instead (resumed runs). Both
+ * runs must end at the same step and share at least one step. Prints what was
+ * compared and the worst difference; exit status 0 when within tolerance, 1
+ * otherwise (with an "error:" line). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +31,7 @@ typedef struct {
     uint32_t nsteps;
     uint64_t n;
     int64_t *step;
-    double *loss;
+    double *loss, *norm;
     float *w;
 } final_t;
 
@@ -44,14 +49,16 @@ static void read_final(const char *path, final_t *f) {
     uint32_t version;
     if (fread(magic, 1, 8, fp) != 8 || memcmp(magic, "DDPFINAL", 8) != 0)
         fail("%s is not a --save-final file", path);
-    if (fread(&version, 4, 1, fp) != 1 || version != 1) fail("%s: unknown version", path);
+    if (fread(&version, 4, 1, fp) != 1 || version != 2) fail("%s: unknown version", path);
     if (fread(&f->nsteps, 4, 1, fp) != 1 || fread(&f->n, 8, 1, fp) != 1) fail("%s is truncated", path);
     f->step = malloc(sizeof(int64_t) * (f->nsteps + 1));
     f->loss = malloc(sizeof(double) * (f->nsteps + 1));
+    f->norm = malloc(sizeof(double) * (f->nsteps + 1));
     f->w = malloc(sizeof(float) * (f->n + 1));
-    if (!f->step || !f->loss || !f->w) fail("out of memory reading %s", path);
+    if (!f->step || !f->loss || !f->norm || !f->w) fail("out of memory reading %s", path);
     for (uint32_t i = 0; i < f->nsteps; i++)
-        if (fread(&f->step[i], 8, 1, fp) != 1 || fread(&f->loss[i], 8, 1, fp) != 1)
+        if (fread(&f->step[i], 8, 1, fp) != 1 || fread(&f->loss[i], 8, 1, fp) != 1 ||
+            fread(&f->norm[i], 8, 1, fp) != 1)
             fail("%s is truncated", path);
     if (fread(f->w, sizeof(float), f->n, fp) != f->n) fail("%s is truncated", path);
     fclose(fp);
@@ -73,26 +80,31 @@ static int compare_finals(const char *pa, const char *pb, double tol, double wto
         return 1;
     }
     int common = 0, bad = 0;
-    double worst = 0;
-    long long worst_step = -1;
+    double worst[2] = {0, 0};
+    long long worst_step[2] = {-1, -1};
     for (uint32_t i = 0; i < a.nsteps; i++)
         for (uint32_t j = 0; j < b.nsteps; j++) {
             if (a.step[i] != b.step[j]) continue;
             common++;
-            double e = fabs(a.loss[i] - b.loss[j]) / fmax(fabs(b.loss[j]), 1e-30);
-            int differs = exact ? memcmp(&a.loss[i], &b.loss[j], 8) != 0 : !(e <= tol);
-            if (differs) {
-                if (bad < 5)
-                    printf("  step %lld: loss %.17g vs %.17g (rel. diff %.3g)\n", (long long)a.step[i],
-                           a.loss[i], b.loss[j], e);
-                bad++;
-            }
-            if (e > worst || worst_step < 0) {
-                worst = e;
-                worst_step = a.step[i];
+            for (int k = 0; k < 2; k++) {   /* the loss, then the gradient norm */
+                double x = k ? a.norm[i] : a.loss[i], y = k ? b.norm[j] : b.loss[j];
+                double e = fabs(x - y) / fmax(fabs(y), 1e-30);
+                int differs = exact ? memcmp(&x, &y, 8) != 0 : !(e <= tol);
+                if (differs) {
+                    if (bad < 5)
+                        printf("  step %lld: %s %.17g vs %.17g (rel. diff %.3g)\n", (long long)a.step[i],
+                               k ? "gradient norm" : "loss", x, y, e);
+                    bad++;
+                }
+                if (e > worst[k] || worst_step[k] < 0) {
+                    worst[k] = e;
+                    worst_step[k] = a.step[i];
+                }
             }
         }
-    printf("losses:  %d common steps, max rel. diff %.3g (step %lld)\n", common, worst, worst_step);
+    printf("losses:  %d common steps, max rel. diff %.3g (step %lld)\n", common, worst[0], worst_step[0]);
+    printf("norms:   gradient norms before clipping, max rel. diff %.3g (step %lld)\n", worst[1],
+           worst_step[1]);
     double maxdiff = 0, maxref = 0;
     uint64_t at = 0, nbits = 0;
     for (uint64_t i = 0; i < a.n; i++) {
@@ -108,9 +120,9 @@ static int compare_finals(const char *pa, const char *pb, double tol, double wto
     int ok = common > 0 && bad == 0 && (exact ? nbits == 0 : werr <= wtol);
     if (!ok) {
         if (common == 0) fprintf(stderr, "error: the runs share no step\n");
-        else if (exact) fprintf(stderr, "error: not bit-identical: %d loss(es) and %llu weight(s) differ\n",
+        else if (exact) fprintf(stderr, "error: not bit-identical: %d loss(es) or norm(s) and %llu weight(s) differ\n",
                                 bad, (unsigned long long)nbits);
-        else fprintf(stderr, "error: beyond tolerance: %d loss(es) differ by more than %.3g, weights "
+        else fprintf(stderr, "error: beyond tolerance: %d loss(es) or norm(s) differ by more than %.3g, weights "
                      "rel. diff %.3g (tolerance %.3g)\n", bad, tol, werr, wtol);
         return 1;
     }
@@ -173,7 +185,7 @@ int main(int argc, char **argv) {
     printf("compare: %s vs %s (%s)\n", files[0], files[1],
            exact ? "bit for bit" : dumps ? "gradient dumps" : "relative tolerance");
     if (wtol < 0) wtol = tol;
-    if (!exact) printf("tol:     losses %.3g, weights %.3g\n", tol, wtol);
+    if (!exact) printf("tol:     losses and norms %.3g, weights %.3g\n", tol, wtol);
     return dumps ? compare_dumps(files[0], files[1], tol)
                  : compare_finals(files[0], files[1], tol, wtol, exact);
 }

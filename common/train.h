@@ -1,0 +1,161 @@
+/* train.h: the training loop every trainer chapter shares.
+ *
+ * A chapter is its technique plus a step function; everything else is here:
+ * the shared flags, the start-up header, the mesh and its communicators, the
+ * model and one micro-batch's activations, the weights (initialised on the
+ * data-parallel root and broadcast, or resumed), the step loop with its log
+ * line and CSV row, clipping by the global gradient norm across whatever
+ * shards the gradients, AdamW on this rank's part of the parameters, sharded
+ * checkpoints, and the end summary. A chapter's program reads
+ *
+ *     train_t tr;
+ *     train_defaults(&tr);                       // then change any default
+ *     train_init(&tr, &argc, &argv, &program);   // MPI, flags (shared + the chapter's)
+ *     train_setup(&tr, tp, cp, pp);              // mesh, device, data, checks, header
+ *     train_model(&tr, 1);                       // the model for tr.shard
+ *     ...the technique's set-up: hooks, seams, grad_sync...
+ *     train_optimizer(&tr, NULL, 0, 0);          // this rank's part; weights loaded
+ *     train_run(&tr, my_step, &my_ctx);
+ *     train_finish(&tr);
+ *
+ * The step function does one optimizer step's forward, backward and
+ * communication: zero the gradients, run the micro-batches, synchronise the
+ * gradients so that the optimizer's pieces hold the global batch's gradient
+ * (of the MEAN loss: backward's scale is tr->loss_scale = 1 / global tokens),
+ * and report what it measured in train_step_t. The loop does the rest.
+ *
+ * Checkpoints are sets (ckpt.h): every rank whose optimizer part is its own
+ * (part_unique) writes its pieces of the fp32 master weights and both Adam
+ * moments with its shard's description; resuming rebuilds the full state
+ * from every part and cuts this run's parts from it, so a run may resume on
+ * another mesh (other rank counts, other degrees, another chapter). */
+#ifndef TRAIN_H
+#define TRAIN_H
+
+#include <stdio.h>
+
+#include "args.h"
+#include "comm.h"
+#include "data.h"
+#include "device.h"
+#include "dist.h"
+#include "model.h"
+#include "optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    common_args_t c;
+    int steps, batch, micro, seq, dim, layers, heads, kv_heads, head_dim, ffn, vocab, warmup;
+    double lr, clip, peak;
+    const char *dtype, *data;
+    const char *ckpt_dir;
+    int ckpt_every, ckpt_keep, resume, crash_in_save;
+    const char *trace;
+    int trace_steps;
+    const char *save_final, *dump;
+    double timeout_s;
+    int node_size;               /* link model: world ranks per simulated node (0: off) */
+    double inter_gbps, inter_us;
+} train_opts_t;
+
+/* What a step function measured (this rank). */
+typedef struct {
+    double loss;                 /* summed cross-entropy of the tokens this rank counts
+                                    (model_counts_loss), 0 elsewhere */
+    double fwd_s, bwd_s;         /* time in forward and in backward compute */
+    double exposed_s;            /* communication time not hidden behind compute */
+    double bubble_s;             /* pipeline: time idle, waiting on a neighbour (< 0: none) */
+    double recompute_flops;      /* FLOPs spent recomputing activations */
+} train_step_t;
+
+typedef struct train train_t;
+typedef void (*train_step_fn)(train_t *tr, void *ctx, long step, train_step_t *st);
+
+typedef struct {
+    const char *name;            /* "03_ddp": header and checkpoints */
+    const char *prog;            /* "03_ddp/ddp": --help */
+    const char *title;           /* "distributed data parallel" */
+    const char *about;           /* --help text */
+    const arg_t *flags;          /* the chapter's own flags */
+    int nflags;
+} train_program_t;
+
+struct train {
+    train_opts_t o;
+    const train_program_t *prog;
+    dist_t dist;
+    mesh_t mesh;
+    device_t dev;
+    comm_t axis[AXES];           /* one per mesh axis (rank = coordinate) */
+    comm_t grad;                 /* context x data: the replicas whose gradients are summed */
+    int dp, dp_rank;             /* data-parallel degree and this rank's index (data shard) */
+    model_config_t cfg;
+    dtype_t dtype;
+    model_shard_t shard;         /* from the mesh; change before train_model (pipeline, sp) */
+    model_t model;
+    model_acts_t acts;           /* one micro-batch of tr->mb sequences, chunk 0 */
+    int recompute_every, selective;   /* policy for tr->acts (set before train_model) */
+    data_t data;
+    int mb;                      /* sequences per micro-batch */
+    long global_tokens;
+    float loss_scale;            /* 1 / global_tokens */
+    int *tokens, *targets;       /* (mb, seq) host buffers for train_batch */
+    optim_t opt;
+    int part_unique;             /* this rank's optimizer part is no copy of another's: it
+                                    counts in the gradient norm and writes a checkpoint part.
+                                    Default: rank 0 of tr->grad. */
+    void (*after_update)(train_t *tr, void *ctx);   /* after each optimizer step (ZeRO) */
+    void *after_update_ctx;
+    long start;                  /* last step done before this run (resume) */
+    double peak;                 /* FLOP/s per rank, 0 when unknown */
+    double flops_token;          /* model FLOPs per token (forward + backward) */
+    FILE *csv;
+    int trace_track;             /* "compute" */
+    double unit_t0;              /* trace of units */
+    /* results, for train_finish and the chapters */
+    long *run_steps;
+    double *run_losses, *run_norms;
+    int nrun;
+    double sum_ms, sum_exposed, sum_fwd, sum_bwd, sum_opt, sum_bubble;
+    int timed;
+    double sent_bytes;           /* every communicator's bytes, at the last step's end */
+};
+
+/* Shared defaults (a small model that trains in about a minute on a CPU). */
+void train_defaults(train_t *tr);
+/* MPI start-up, flags (shared + prog's), their validation. */
+void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *prog);
+/* The mesh tp x cp x pp x dp (dp: the rest of the world), the device, the
+ * communicators, the data, the output checks, the checkpoint lock, and the
+ * start-up header. tr->shard gets tp and cp from the mesh and all layers. */
+void train_setup(train_t *tr, int tp, int cp, int pp);
+/* The model for tr->shard (with_params 0: ZeRO-3, the units' weights come
+ * from a hook), and tr->acts. */
+void train_model(train_t *tr, int with_params);
+/* The optimizer over this rank's part (pieces NULL: the whole flat array,
+ * gradients in model.grads, working weights in model.params), then the
+ * weights: resumed from the newest readable checkpoint set (--resume) or
+ * initialised on the data-parallel root and broadcast; into the master
+ * pieces, their working copies, and model.params when the model has them. */
+void train_optimizer(train_t *tr, const optim_piece_t *pieces, int npieces, size_t n);
+/* Host tokens and targets of micro-batch `micro` of step's global batch, for
+ * this rank's data-parallel share, into a (model_set_batch). */
+void train_batch(train_t *tr, long step, int micro, model_acts_t *a);
+void train_run(train_t *tr, train_step_fn step, void *ctx);
+/* Summary, --save-final, and everything freed; MPI finalised. */
+void train_finish(train_t *tr);
+
+/* The full model's fp32 master weights on every rank (host, model_param_count
+ * elements; free() it): every part placed and summed over the world. */
+float *train_full_master(train_t *tr);
+
+/* "12.3k" style numbers for log lines. */
+const char *train_si(char *buf, size_t len, double x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
