@@ -14,3 +14,8 @@ build/tests/unit_grad_sync: $(call objects,tests/unit_grad_sync.c tests/unit_tra
 # The equivalence check every trainer chapter's tests use.
 TEST_PROGRAMS += build/tests/compare
 build/tests/compare: $(call objects,tests/compare.c)
+
+# Shards with their communication against the whole model (tensor,
+# sequence and context parallelism), on real ranks.
+TEST_PROGRAMS += build/tests/unit_shards
+build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/tp.c)

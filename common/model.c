@@ -68,8 +68,8 @@ void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int
     m->nck = s->cp > 1 && s->cp_balance ? 2 : 1;
     m->T = c->seq / s->cp;
     m->Tc = m->T / m->nck;
-    m->chunk_pos[0] = m->nck == 2 ? s->cp_rank * m->Tc : s->cp_rank * m->T;
-    m->chunk_pos[1] = m->nck == 2 ? (2 * s->cp - 1 - s->cp_rank) * m->Tc : 0;
+    m->chunk_pos[0] = model_cp_chunk_pos(m, s->cp_rank, 0);
+    m->chunk_pos[1] = model_cp_chunk_pos(m, s->cp_rank, 1);
 
     /* Units: [embedding] layers [head], in flat order. */
     m->n_units = m->n_layers + m->has_embedding + m->has_head;
@@ -146,6 +146,13 @@ void model_add_hook(model_t *m, model_unit_fn before, model_unit_fn after, void 
     m->hooks[m->n_hooks].after = after;
     m->hooks[m->n_hooks].ctx = ctx;
     m->n_hooks++;
+}
+
+/* Balanced: rank r holds chunks r and 2 cp - 1 - r of 2 cp, an early and a
+ * late one, so every rank has the same causal work. */
+int model_cp_chunk_pos(const model_t *m, int r, int k) {
+    if (m->nck == 2) return (k == 0 ? r : 2 * m->shard.cp - 1 - r) * m->Tc;
+    return k == 0 ? r * m->T : 0;
 }
 
 int model_counts_loss(const model_t *m) { return m->has_head && m->shard.tp_rank == 0; }

@@ -339,6 +339,11 @@ int model_counts_loss(const model_t *m);
 void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy);
 void *model_grad_input(model_t *m);
 
+/* Position of the first token of chunk k (0 or 1) of context-parallel rank
+ * r's tokens (any rank's, not only this one's: attention cores that bring
+ * other ranks' keys need their positions). */
+int model_cp_chunk_pos(const model_t *m, int r, int k);
+
 /* The default attention core: every pair of this rank's token chunks. */
 void model_attn_local_forward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
                               const void *k, const void *v, void *out, float *lse);
