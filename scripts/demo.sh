@@ -20,9 +20,14 @@ if [ -x 02_allreduce/allreduce ]; then
     step mpirun -np 4 ./02_allreduce/allreduce --device cpu --op allreduce --algo all \
         --minbytes 1K --maxbytes 16M --csv plots/data/allreduce.csv
 fi
-if [ -x 03_ddp/ddp ]; then
-    step mpirun -np 2 ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
-    step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
-fi
+# Chapters 03 on: each chapter's demo.sh, in chapter order, with step() and
+# the environment above.
+export -f step
+for d in [0-9][0-9]_*/demo.sh; do
+    [ -e "$d" ] || continue
+    case "$d" in 01_*|02_*) continue ;; esac
+    # shellcheck source=/dev/null
+    source "$d"
+done
 echo
 bash scripts/plots.sh
