@@ -974,19 +974,21 @@ __device__ void fa_rows_times_tile_t(const frag_a *a, const __nv_bfloat16 *t, fl
 }
 
 /* acc[n] (16 x HD, as HD/16 accumulators) += p (16 x 64 bf16, the warp's
- * tile) times the 64 x HD tile t. */
+ * tile) times the 64 x HD tile t. p's four fragments are loaded once and
+ * serve every column block of the result. */
 template <int HD>
 __device__ void fa_p_times_tile(frag_c *acc, const __nv_bfloat16 *p, const __nv_bfloat16 *t) {
     constexpr int LDT = fa_layout<HD>::LDT, LDP = fa_layout<HD>::LDP;
+    frag_a pa[FA_TILE / 16];
+#pragma unroll
+    for (int kk = 0; kk < FA_TILE / 16; kk++) wmma::load_matrix_sync(pa[kk], p + 16 * kk, LDP);
 #pragma unroll
     for (int n = 0; n < HD / 16; n++)
 #pragma unroll
         for (int kk = 0; kk < FA_TILE / 16; kk++) {
-            frag_a pa;
             frag_b tb;
-            wmma::load_matrix_sync(pa, p + 16 * kk, LDP);
             wmma::load_matrix_sync(tb, t + 16 * kk * LDT + 16 * n, LDT);
-            wmma::mma_sync(acc[n], pa, tb, acc[n]);
+            wmma::mma_sync(acc[n], pa[kk], tb, acc[n]);
         }
 }
 
