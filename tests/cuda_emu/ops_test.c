@@ -344,7 +344,8 @@ TEST(cuda_emu_op_attention_matches_cpu_forward_merge_and_backward) {
  * query and key blocks at offsets (context parallelism): keys partly
  * visible, all visible, all in the future (every row sees nothing), and rows
  * with no visible key inside a tile; grouped heads (H = 4 with KV = 1, 2);
- * head dims 16, 32, 64, 128; two runs bit for bit. */
+ * head dims 16, 32, 64, 128, and 48, which falls back to the simple path;
+ * two runs bit for bit. */
 static const int flash_shapes[][8] = {
     /* B  Tq   Tk  H KV   hd  q0   k0 */
     {1, 1, 1, 4, 1, 16, 0, 0},
@@ -355,6 +356,7 @@ static const int flash_shapes[][8] = {
     {1, 33, 17, 4, 2, 16, 0, 50},
     {1, 70, 20, 2, 1, 32, 0, 40},
     {1, 20, 130, 4, 2, 64, 130, 0},
+    {1, 20, 20, 2, 1, 48, 0, 0},      /* a head dim without flash kernels: the simple path */
 };
 enum { FLASH_SHAPES = sizeof flash_shapes / sizeof flash_shapes[0] };
 
@@ -367,6 +369,43 @@ TEST(cuda_emu_op_flash_attention_matches_cpu_at_tile_edges_offsets_and_head_dims
 TEST(cuda_emu_op_fp32_attention_matches_cpu_at_the_flash_shapes) {
     setup();
     for (int s = 0; s < FLASH_SHAPES; s++) attention_case(DT_F32, flash_shapes[s], s == 3);
+}
+
+/* ---- determinism ------------------------------------------------------------------------ */
+/* The fast reductions sum in an order fixed by the shapes (partials per
+ * block, then the blocks in order), never by which block or warp finishes
+ * first: a second run gives the same bits, whatever order the emulator runs
+ * the blocks, warps and lanes in (EMU_SCHEDULE; the shuffled order differs
+ * between the two runs). */
+TEST(cuda_emu_op_reductions_give_the_same_bits_run_after_run) {
+    setup();
+    const dtype_t t = DT_BF16;
+    const int N = 300, C = 64, V = 1000;
+    pair_t x = pair_rand((size_t)N * C, t, 2), w = pair_rand(C, t, 1), dy = pair_rand((size_t)N * C, t, 1);
+    pair_t rstd = pair_zero(N, DT_F32), y = pair_zero((size_t)N * C, t);
+    pair_t dw1 = pair_zero(C, DT_F32), dw2 = pair_zero(C, DT_F32), dx = pair_zero((size_t)N * C, t);
+    G->rmsnorm_forward(&gpu, t, x.g, w.g, y.g, rstd.g, N, C, 1e-5f);
+    G->rmsnorm_backward(&gpu, t, x.g, w.g, rstd.g, dy.g, NULL, dx.g, dw1.g, N, C);
+    G->rmsnorm_backward(&gpu, t, x.g, w.g, rstd.g, dy.g, NULL, dx.g, dw2.g, N, C);
+    same_bits("rmsnorm backward dw", dw1.g, dw2.g, C * sizeof(float));
+    pair_t logits = pair_rand((size_t)N * V, t, 5), p1 = pair_zero(N, DT_F32), l1 = pair_zero(N, DT_F32);
+    pair_t l2 = pair_zero(N, DT_F32);
+    int *yg, *yc = tokens_pair(&yg, N, V, 1);
+    G->xent_forward(&gpu, t, logits.g, yg, p1.g, l1.g, N, V, 0);
+    G->xent_forward(&gpu, t, logits.g, yg, p1.g, l2.g, N, V, 0);
+    same_bits("cross-entropy lse", l1.g, l2.g, N * sizeof(float));
+    double s1 = G->sumsq(&gpu, t, logits.g, (size_t)N * V), s2 = G->sumsq(&gpu, t, logits.g, (size_t)N * V);
+    if (s1 != s2) UNIT_FAIL("sumsq: %.17g then %.17g", s1, s2);
+    pair_t e1 = pair_zero((size_t)V * C, DT_F32), e2 = pair_zero((size_t)V * C, DT_F32);
+    int *tg, *tc = tokens_pair(&tg, 3000, 7, 0);   /* 7 rows, each repeated ~430 times */
+    pair_t dout = pair_rand((size_t)3000 * C, t, 1);
+    G->embedding_backward(&gpu, t, tg, dout.g, e1.g, 3000, C, 0, V);
+    G->embedding_backward(&gpu, t, tg, dout.g, e2.g, 3000, C, 0, V);
+    same_bits("embedding backward", e1.g, e2.g, (size_t)V * C * sizeof(float));
+    pair_free(&x); pair_free(&w); pair_free(&dy); pair_free(&rstd); pair_free(&y);
+    pair_free(&dw1); pair_free(&dw2); pair_free(&dx); pair_free(&logits); pair_free(&p1);
+    pair_free(&l1); pair_free(&l2); pair_free(&e1); pair_free(&e2); pair_free(&dout);
+    dev_free(&cpu, yc); dev_free(&gpu, yg); dev_free(&cpu, tc); dev_free(&gpu, tg);
 }
 
 /* ---- SwiGLU ----------------------------------------------------------------------------- */
