@@ -860,8 +860,8 @@ static void cuda_attn_merge(const device_t *d, dtype_t t, void *out, float *lse,
  * row-wise softmax goes through shared memory: a warp stores s there (fp32),
  * two lanes per row compute p, write it back as bf16 for the p v product and
  * keep the rescaled o in registers (lane 2r + h owns columns h, h + 2, ... of
- * row r). Exponentials are exp2 of scores pre-multiplied by log2(e) / sqrt(hd)
- * (one multiply-add less per score).
+ * row r). Exponentials are exp2 of scores scaled by log2(e) / sqrt(hd): the
+ * change of base folds into the scale that is applied anyway.
  *
  * Backward (FlashAttention-2's recomputation from lse): D_i = dout_i . out_i
  * first, then two kernels, so that every output element has exactly one
@@ -897,7 +897,8 @@ typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
  * 16 x HD result) and a 16 x 64 bf16 tile (p or ds), then 2 x 64 floats (the
  * dk/dv kernel's lse and D of a query tile). Rows are padded by 16 bytes so
  * that consecutive rows start in different banks; every region and every
- * 16 x 16 sub-tile starts on 32 bytes, as WMMA requires. HD = 64: 45 KiB. */
+ * 16 x 16 sub-tile starts on 32 bytes, as WMMA requires. HD = 64: 44.5 KiB,
+ * HD = 128: 76.5 KiB (over 48 KiB: the launch raises the kernel's limit). */
 template <int HD> struct fa_layout {
     static constexpr int LDT = HD + 8;                          /* bf16 tile row */
     static constexpr int LDS = (HD > FA_TILE ? HD : FA_TILE) + 4;   /* fp32 scratch row */
