@@ -113,7 +113,6 @@ ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
 endif
 
-all: $(EMU_TARGETS)
 -include $(shell find $(EMU) -name '*.d' 2>/dev/null)
 
 # ---- the ops benchmark (tests/bench_ops.c) ------------------------------------------
