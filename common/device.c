@@ -94,6 +94,7 @@ void device_finalize(device_t *d) {
 #define cuda_free(d, p) (void)(p)
 #define cuda_memset0(d, p, b) (void)0
 #define cuda_copy(d, dst, src, b, w) (void)0
+#define cuda_copy_2d(d, dst, dp, src, sp, w, r) (void)0
 #define cuda_sync(d) (void)0
 #define cuda_timer_start(t) (void)0
 #define cuda_timer_stop_ms(t) 0.0
@@ -199,6 +200,19 @@ void dev_from_host(const device_t *d, void *dst, const void *host, size_t bytes)
 void dev_copy(const device_t *d, void *dst, const void *src, size_t bytes) {
     if (ON_GPU(d)) cuda_copy(d, dst, src, bytes, 0);
     else memmove(dst, src, bytes);
+}
+
+void dev_copy_2d(const device_t *d, void *dst, size_t dpitch, const void *src, size_t spitch,
+                 size_t width, size_t rows) {
+    if (!rows || !width) return;
+    if (width > dpitch || width > spitch)
+        die("dev_copy_2d: rows of %zu bytes do not fit pitches of %zu and %zu", width, dpitch, spitch);
+    if (ON_GPU(d)) {
+        cuda_copy_2d(d, dst, dpitch, src, spitch, width, rows);
+        return;
+    }
+    for (size_t i = 0; i < rows; i++)
+        memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width);
 }
 
 void dev_sync(const device_t *d) {

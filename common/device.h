@@ -53,6 +53,12 @@ void dev_memset0(const device_t *d, void *p, size_t bytes);
 void dev_to_host(const device_t *d, void *host, const void *src, size_t bytes);
 void dev_from_host(const device_t *d, void *dst, const void *host, size_t bytes);
 void dev_copy(const device_t *d, void *dst, const void *src, size_t bytes);
+/* A strided block: `rows` runs of `width` bytes, row i from src + i * spitch
+ * to dst + i * dpitch (both on the device; one cudaMemcpy2D on a GPU). It
+ * gathers a column block of a row-major tensor (a group of heads of every
+ * token) or scatters it back, as all-to-all layouts need. */
+void dev_copy_2d(const device_t *d, void *dst, size_t dpitch, const void *src, size_t spitch,
+                 size_t width, size_t rows);
 /* Wait until all work queued on the device (both streams) has finished. */
 void dev_sync(const device_t *d);
 

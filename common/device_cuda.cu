@@ -76,6 +76,12 @@ extern "C" void cuda_copy(const device_t *d, void *dst, const void *src, size_t 
     if (wait) CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
+extern "C" void cuda_copy_2d(const device_t *d, void *dst, size_t dpitch, const void *src,
+                             size_t spitch, size_t width, size_t rows) {
+    CUDA_CHECK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
+                                 (cudaStream_t)d->stream));
+}
+
 extern "C" void cuda_sync(const device_t *d) {
     (void)d;
     CUDA_CHECK(cudaDeviceSynchronize());
