@@ -112,6 +112,12 @@ endif
 ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
 endif
+ifneq ($(wildcard 08_tensor_parallel/main.c),)
+$(eval $(call emu_program,tp,08_tensor_parallel/main.c 08_tensor_parallel/tp.c))
+endif
+ifneq ($(wildcard 09_context_parallel/main.c),)
+$(eval $(call emu_program,cp,09_context_parallel/main.c 09_context_parallel/cp.c))
+endif
 
 -include $(shell find $(EMU) -name '*.d' 2>/dev/null)
 

@@ -1,0 +1,190 @@
+/* main.c: 08_tensor_parallel/tp, the tensor-parallel trainer: the shared
+ * training loop (common/train.h) on a model split over --tp ranks by the
+ * seams of tp.c, with --sp for sequence parallelism and the remaining ranks
+ * as data-parallel replicas (common/grad_sync.h).
+ *
+ *   mpirun -np 2 ./08_tensor_parallel/tp [--tp 2] [--sp] [--steps 200 ...]
+ *
+ * One step, on every rank (tp_step below):
+ *   for each micro-batch of this data-parallel rank's share of the batch:
+ *       forward: every layer runs its column- and row-parallel products on
+ *           this rank's slice; the seams all-reduce (or, with --sp,
+ *           all-gather and reduce-scatter) the activations between them
+ *       backward: the same seams in reverse; on the last micro-batch the
+ *           finished layers' gradients go into data-parallel buckets
+ *   wait for the buckets; sum the gradients of blocks the tp ranks share
+ * and the loop clips by the global norm (each shard's parts counted once)
+ * and applies AdamW to this rank's shard. At the end the program prints the
+ * bytes each seam sent per layer beside the formulas of tp.h, and the
+ * activation memory beside its formula. */
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "grad_sync.h"
+#include "perf.h"
+#include "tp.h"
+#include "train.h"
+
+#define BENCH_HEADER "tp,sp,dp,node_size,inter_gbps,inter_us,step_ms,compute_ms,exposed_comm_ms," \
+                     "tp_comm_ms,tp_mb_per_step,acts_mb"
+
+typedef struct {
+    int tp, sp;
+    double bucket_mb;
+    const char *bench_csv;
+    tp_t t;
+    grad_sync_t gs;
+    tp_stats_t last;          /* the last step's accounting */
+    double sum_tp_s;          /* tensor-parallel communication, steps after the first */
+    int timed;
+} tpp_t;
+
+static void tp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+    tpp_t *p = ctx;
+    model_t *m = &tr->model;
+    tp_stats_reset(&p->t);
+    model_zero_grads(m);
+    for (int i = 0; i < tr->o.micro; i++) {
+        train_batch(tr, step, i, &tr->acts);
+        double c0 = p->t.st.comm_s, t0 = now_s();
+        double loss = model_forward(m, &tr->acts);
+        if (model_counts_loss(m)) st->loss += loss;   /* the tp ranks all computed the same sum */
+        double c1 = p->t.st.comm_s, t1 = now_s();
+        grad_sync_begin(&p->gs, i == tr->o.micro - 1);   /* no_sync until the last */
+        model_backward(m, &tr->acts, tr->loss_scale, NULL);
+        st->fwd_s += (t1 - t0) - (c1 - c0);               /* compute only: the seams block */
+        st->bwd_s += (now_s() - t1) - (p->t.st.comm_s - c1);
+    }
+    st->bwd_s -= p->gs.exposed_s;
+    grad_sync_finish(&p->gs);
+    /* after the data-parallel sums are complete: they work on the same memory */
+    tp_reduce_replicated_grads(&p->t, m, &tr->opt);
+    st->exposed_s = p->gs.exposed_s + p->t.st.comm_s;
+    p->last = p->t.st;
+    if (step > tr->start + 1) {
+        p->sum_tp_s += p->t.st.comm_s;
+        p->timed++;
+    }
+}
+
+static const char *mb(char *buf, size_t n, double bytes) {
+    if (bytes >= 1e6) snprintf(buf, n, "%.4g MB", bytes / 1e6);
+    else snprintf(buf, n, "%.4g kB", bytes / 1e3);
+    return buf;
+}
+
+/* The bytes of the last step beside tp.h's formulas, per unit pass and in all. */
+static void report_bytes(const train_t *tr, const tpp_t *p) {
+    const model_t *m = &tr->model;
+    const tp_stats_t *s = &p->last;
+    size_t rows = tr->acts.rows_full;
+    tp_bytes_t f = tp_bytes_formula(m, rows);
+    double T = p->tp, X = (double)rows * m->cfg.dim * dtype_size(m->dtype);
+    say("tp bytes: sent by each rank on the tensor-parallel communicator in step %d, per unit and "
+        "micro-batch (X = %zu rows x %d x %zu bytes = %.4g kB, f = (T-1)/T = %.3g)\n",
+        tr->o.steps, rows, m->cfg.dim, dtype_size(m->dtype), X / 1e3, (T - 1) / T);
+    static const char *place[TP_PLACES] = {"embedding", "layer", "head"};
+    static const char *pass[2] = {"forward", "backward"};
+    static const char *layer_rule[2][2] = {{"2 all-reduces = 4f X", "2 all-reduces = 4f X"},
+                                           {"2 all-gathers + 2 reduce-scatters = 4f X",
+                                            "4 all-gathers + 2 reduce-scatters = 6f X"}};
+    double total = 0, ftotal = 0;
+    char b1[32], b2[32];
+    for (int pl = 0; pl < TP_PLACES; pl++)
+        for (int ps = 0; ps < 2; ps++) {
+            long n = s->passes[pl][ps];
+            double per = n ? s->bytes[pl][ps] / n : 0;
+            total += s->bytes[pl][ps];
+            ftotal += f.b[pl][ps] * n;
+            say("  %-9s %-8s %10s  formula %10s%s%s\n", place[pl], pass[ps], mb(b1, sizeof b1, per),
+                mb(b2, sizeof b2, f.b[pl][ps]), pl == TP_LAYER && T > 1 ? "  " : "",
+                pl == TP_LAYER && T > 1 ? layer_rule[p->sp][ps] : "");
+        }
+    double fg = tp_grad_bytes_formula(m);
+    say("  replicated gradients (norms under sp, shared kv heads) %s  formula %s\n",
+        mb(b1, sizeof b1, s->grad_bytes), mb(b2, sizeof b2, fg));
+    say("  step total %s  formula %s (%d layers x %d micro-batch%s)\n", mb(b1, sizeof b1, total + s->grad_bytes),
+        mb(b2, sizeof b2, ftotal + fg), m->n_layers, tr->o.micro, tr->o.micro == 1 ? "" : "es");
+}
+
+static void report_acts(const train_t *tr, const tpp_t *p) {
+    const model_t *m = &tr->model;
+    tp_acts_t f = tp_acts_formula(m, tr->mb);
+    char b[5][32];
+    say("acts:    one micro-batch's activations on each rank %s (formula %s = outside the tp regions "
+        "%s + inside %s + tokens %s)\n", mb(b[0], sizeof b[0], (double)tr->acts.bytes),
+        mb(b[1], sizeof b[1], f.total), mb(b[2], sizeof b[2], f.outside), mb(b[3], sizeof b[3], f.inside),
+        mb(b[4], sizeof b[4], f.other));
+    /* the same shard with sequence parallelism toggled, from the formula alone */
+    model_t other = *m;
+    other.shard.sp = !m->shard.sp;
+    if (p->tp > 1 && ((size_t)tr->mb * m->T) % (size_t)p->tp == 0) {
+        tp_acts_t g = tp_acts_formula(&other, tr->mb);
+        say("acts:    %s: %s (outside %s)\n", m->shard.sp ? "without --sp it would be" : "with --sp it would be",
+            mb(b[0], sizeof b[0], g.total), mb(b[1], sizeof b[1], g.outside));
+    }
+    say("acts:    high-water of all activation buffers (with backward scratch) %s per rank\n",
+        mb(b[0], sizeof b[0], (double)dev_mem()->peak[MEM_ACTS]));
+}
+
+int main(int argc, char **argv) {
+    tpp_t p = {.tp = 0, .bucket_mb = 25};
+    arg_t flags[] = {
+        {"tp", ARG_INT, &p.tp, "tensor-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
+        {"sp", ARG_FLAG, &p.sp, "sequence parallelism: shard the residual stream and norms along the sequence", NULL, 0, 0},
+        {"bucket-mb", ARG_DOUBLE, &p.bucket_mb, "data-parallel gradient bucket size in MiB", NULL, 1e-6, 1e6},
+        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (degrees, link, mean times, bytes) to this CSV", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "08_tensor_parallel", "08_tensor_parallel/tp", "tensor parallelism",
+        "Megatron-style tensor parallelism of the Llama-style model: heads, ffn and\n"
+        "vocabulary split over --tp ranks, one all-reduce after each row-parallel\n"
+        "product (the f and g operators), --sp for sequence parallelism; the other\n"
+        "ranks are data-parallel replicas.", flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    train_init(&tr, &argc, &argv, &prog);
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
+    if (p.tp == 0) p.tp = tr.dist.world;
+    if (p.sp && p.tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
+    train_setup(&tr, p.tp, 1, 1);
+    tr.shard.sp = p.sp;
+    train_model(&tr, 1);
+    model_t *m = &tr.model;
+    tp_init(&p.t, &tr.axis[AXIS_TP], m);
+    tp_count_bytes(&p.t, m);
+    grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.bucket_mb * 1048576.0), 1);
+    say("tp:      %d ranks: %d of %d heads, %d kv head%s (%s), ffn %d of %d, vocabulary %d of %d per rank; "
+        "sequence parallelism %s\n", p.tp, m->H, tr.cfg.heads, m->KV, m->KV == 1 ? "" : "s",
+        tr.cfg.kv_heads % p.tp == 0 ? "split" : "shared by the ranks whose query heads read it",
+        m->F, tr.cfg.ffn, m->V, tr.cfg.vocab, p.sp ? "on" : "off");
+    say("dp:      %d replica%s of each shard, gradients all-reduced in buckets of %.4g MiB\n", tr.dp,
+        tr.dp == 1 ? "" : "s", p.bucket_mb);
+    train_optimizer(&tr, NULL, 0, 0);
+    train_run(&tr, tp_step, &p);
+
+    report_bytes(&tr, &p);
+    report_acts(&tr, &p);
+    if (p.timed) say("tp time: %.2f ms per step in the seams (blocking: all of it exposed)\n", 1e3 * p.sum_tp_s / p.timed);
+    if (p.bench_csv && tr.timed > 0) {
+        double tp_ms = p.timed ? 1e3 * p.sum_tp_s / p.timed : 0;
+        MPI_Allreduce(MPI_IN_PLACE, &tp_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double sent = 0;
+        for (int pl = 0; pl < TP_PLACES; pl++)
+            for (int ps = 0; ps < 3; ps++) sent += p.last.bytes[pl][ps];
+        sent += p.last.grad_bytes;
+        if (tr.dist.rank == 0) {
+            double ms = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
+            FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
+            fprintf(b, "%d,%d,%d,%d,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f\n", p.tp, p.sp, tr.dp,
+                    tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0, tr.o.node_size ? tr.o.inter_us : 0,
+                    ms, ms - ex, ex, tp_ms, sent / 1e6, tr.acts.bytes / 1e6);
+            fclose(b);
+        }
+    }
+    grad_sync_free(&p.gs);
+    tp_free(&p.t);
+    train_finish(&tr);
+    return 0;
+}
