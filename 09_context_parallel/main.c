@@ -1,0 +1,182 @@
+/* main.c: 09_context_parallel/cp, the context-parallel trainer: the shared
+ * training loop (common/train.h) on a model whose sequences are split over
+ * --cp ranks, with ring attention or Ulysses (cp.c) as its attention core;
+ * the remaining ranks are data-parallel replicas, and the gradients are
+ * all-reduced over the context x data group, as Llama 3 does.
+ *
+ *   mpirun -np 2 ./09_context_parallel/cp [--cp 2] [--cp-algo ring|ulysses] [--no-balance]
+ *
+ * One step, on every rank (cp_step below):
+ *   for each micro-batch of this data-parallel rank's share of the batch:
+ *       forward and backward of this rank's tokens of every sequence; the
+ *           attention core brings the other ranks' keys and values (ring)
+ *           or exchanges tokens for heads (Ulysses)
+ *       on the last micro-batch, the finished layers' gradients go into
+ *           buckets all-reduced over the context x data group
+ *   wait for the buckets
+ * At the end the program prints each rank's attention work and time (the
+ * causal balance), the bytes per layer against cp.h's formulas, and the
+ * memory per rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "check.h"
+#include "cp.h"
+#include "grad_sync.h"
+#include "perf.h"
+#include "train.h"
+
+#define BENCH_HEADER "algo,cp,dp,balance,seq,batch,step_ms,attn_ms_max,attn_ms_min,attn_comm_ms," \
+                     "cp_mb_per_step,mem_peak_mb,acts_mb,rss_mb"
+
+typedef struct {
+    int cp, no_balance;
+    const char *algo;
+    double bucket_mb;
+    const char *bench_csv;
+    cp_t c;
+    grad_sync_t gs;
+    cp_stats_t last, sum;    /* the last step; the sum over the steps after the first */
+    int timed;
+} cpp_t;
+
+static void cp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+    cpp_t *p = ctx;
+    model_t *m = &tr->model;
+    cp_stats_reset(&p->c);
+    model_zero_grads(m);
+    for (int i = 0; i < tr->o.micro; i++) {
+        train_batch(tr, step, i, &tr->acts);
+        double c0 = p->c.st.comm_s, t0 = now_s();
+        st->loss += model_forward(m, &tr->acts);   /* this rank's tokens: each counts its own */
+        double c1 = p->c.st.comm_s, t1 = now_s();
+        grad_sync_begin(&p->gs, i == tr->o.micro - 1);
+        model_backward(m, &tr->acts, tr->loss_scale, NULL);
+        st->fwd_s += (t1 - t0) - (c1 - c0);
+        st->bwd_s += (now_s() - t1) - (p->c.st.comm_s - c1);
+    }
+    st->bwd_s -= p->gs.exposed_s;
+    grad_sync_finish(&p->gs);
+    st->exposed_s = p->gs.exposed_s + p->c.st.comm_s;
+    p->last = p->c.st;
+    if (step > tr->start + 1) {
+        p->sum.compute_s += p->c.st.compute_s;
+        p->sum.comm_s += p->c.st.comm_s;
+        p->timed++;
+    }
+}
+
+static void layout_line(const model_t *m, const char *algo) {
+    const int C = m->shard.cp;
+    say("cp:      %s attention over %d rank%s; each holds %d token%s of every sequence, %s:", algo, C,
+        C == 1 ? "" : "s", m->T, m->T == 1 ? "" : "s",
+        m->nck == 2 ? "balanced (chunks i and 2C-1-i of 2C)" : "in order (chunk i of C)");
+    for (int r = 0; r < C && r < 8; r++) {
+        say(" %d:", r);
+        for (int k = 0; k < m->nck; k++) {
+            int p0 = model_cp_chunk_pos(m, r, k);
+            say("%s[%d,%d)", k ? "+" : "", p0, p0 + m->Tc);
+        }
+    }
+    say("%s\n", C > 8 ? " ..." : "");
+}
+
+/* Per rank: its attention work against the formula, and its mean times. */
+static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
+    const model_t *m = &tr->model;
+    const int W = tr->dist.world;
+    double mine[6] = {tr->mesh.coord[AXIS_CP], tr->dp_rank,
+                      p->last.calls[0] ? p->last.pairs / p->last.calls[0] : 0,
+                      cp_pairs_formula(m, algo, tr->mesh.coord[AXIS_CP], tr->mb),
+                      p->timed ? 1e3 * p->sum.compute_s / p->timed : 0,
+                      p->timed ? 1e3 * p->sum.comm_s / p->timed : 0};
+    double *all = xmalloc(sizeof mine * (size_t)W);
+    MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double whole = (double)tr->mb * m->cfg.heads * m->cfg.seq * (m->cfg.seq + 1.0) / 2;
+    say("attention per rank (one layer's forward, %d sequence%s): query-key pairs against cp.h's formula; "
+        "ms per step in attention kernels and in communication (mean of steps 2-%d)\n", tr->mb,
+        tr->mb == 1 ? "" : "s", tr->o.steps);
+    for (int w = 0; w < W && tr->dist.rank == 0; w++) {
+        const double *a = all + 6 * w;
+        if (a[1] != 0) continue;   /* the first data-parallel replica speaks for the others */
+        say("  cp rank %d: %10.0f pairs (formula %10.0f, %5.1f%% of the causal triangle) | "
+            "attention %8.2f ms | comm %7.2f ms\n", (int)a[0], a[2], a[3], 100 * a[2] / whole, a[4], a[5]);
+    }
+    free(all);
+    double f[2];
+    cp_bytes_formula(m, algo, tr->mb, f);
+    say("cp bytes: per layer and micro-batch on the context-parallel communicator, each rank: forward %.4g kB "
+        "(formula %.4g kB), backward %.4g kB (formula %.4g kB)\n",
+        p->last.calls[0] ? p->last.bytes[0] / p->last.calls[0] / 1e3 : 0, f[0] / 1e3,
+        p->last.calls[1] ? p->last.bytes[1] / p->last.calls[1] / 1e3 : 0, f[1] / 1e3);
+    const mem_stats_t *mem = dev_mem();
+    say("memory:  activations of one micro-batch %.2f MB per rank (%d of %d tokens of each sequence); "
+        "attention core buffers: comm %.2f MB, acts high-water %.2f MB\n", tr->acts.bytes / 1e6, m->T,
+        m->cfg.seq, mem->peak[MEM_COMM] / 1e6, mem->peak[MEM_ACTS] / 1e6);
+}
+
+int main(int argc, char **argv) {
+    cpp_t p = {.cp = 0, .algo = "ring", .bucket_mb = 25};
+    arg_t flags[] = {
+        {"cp", ARG_INT, &p.cp, "context-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
+        {"cp-algo", ARG_CHOICE, &p.algo, "attention across the ranks' tokens", "ring|ulysses", 0, 0},
+        {"no-balance", ARG_FLAG, &p.no_balance, "one chunk per rank in order (causal work unbalanced) instead of chunks i and 2C-1-i", NULL, 0, 0},
+        {"bucket-mb", ARG_DOUBLE, &p.bucket_mb, "gradient bucket size in MiB", NULL, 1e-6, 1e6},
+        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (algorithm, degrees, sequence, attention time, memory) to this CSV", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "09_context_parallel", "09_context_parallel/cp", "context parallelism",
+        "Context parallelism of the Llama-style model: every sequence split over --cp\n"
+        "ranks, attention across them by ring attention (key/value blocks passed\n"
+        "around a ring, merged by online softmax) or Ulysses (all-to-all from\n"
+        "sequence to heads and back); causal load balance with two chunks per rank.\n"
+        "The other ranks are data-parallel replicas.", flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    train_init(&tr, &argc, &argv, &prog);
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
+    cp_algo_t algo = strcmp(p.algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
+    if (p.cp == 0) p.cp = tr.dist.world;
+    train_setup(&tr, 1, p.cp, 1);
+    tr.shard.cp_balance = !p.no_balance;
+    cp_check(&tr.cfg, &tr.shard, algo);
+    train_model(&tr, 1);
+    model_t *m = &tr.model;
+    cp_init(&p.c, &tr.axis[AXIS_CP], m, algo);
+    grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.bucket_mb * 1048576.0), 1);
+    layout_line(m, cp_algo_name[algo]);
+    if (algo == CP_ULYSSES)
+        say("cp:      Ulysses: each rank attends %d of %d query heads (%d kv head%s%s) over all %d tokens\n",
+            p.c.Hc, m->H, p.c.KVc, p.c.KVc == 1 ? "" : "s",
+            m->KV % p.cp ? ", each shared by the ranks whose query heads read it" : "", tr.cfg.seq);
+    say("dp:      gradients all-reduced over the %d rank%s of the context x data group (cp %d x dp %d)\n",
+        tr.grad.size, tr.grad.size == 1 ? "" : "s", p.cp, tr.dp);
+    train_optimizer(&tr, NULL, 0, 0);
+    train_run(&tr, cp_step, &p);
+
+    report(&tr, &p, algo);
+    if (p.bench_csv && tr.timed > 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double v[5] = {p.timed ? 1e3 * p.sum.compute_s / p.timed : 0, 0,
+                       p.timed ? 1e3 * p.sum.comm_s / p.timed : 0, (double)dev_mem()->total_peak,
+                       ru.ru_maxrss / 1024.0};
+        v[1] = -v[0];
+        double sent = p.last.bytes[0] + p.last.bytes[1];
+        MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (tr.dist.rank == 0) {
+            FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
+            fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,%.1f\n", cp_algo_name[algo],
+                    p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed, v[0], -v[1],
+                    v[2], sent / 1e6, v[3] / 1048576.0, tr.acts.bytes / 1048576.0, v[4]);
+            fclose(b);
+        }
+    }
+    grad_sync_free(&p.gs);
+    cp_free(&p.c);
+    train_finish(&tr);
+    return 0;
+}
