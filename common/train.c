@@ -669,10 +669,11 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         /* The step's numbers over the world: the counted loss, the exposed
          * communication and the bubble (means over ranks), recomputation,
          * and the squared gradient norm of the unique parts. */
-        double red[7] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
-                         tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0, 0};
+        double red[9] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
+                         tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0, 0,
+                         st.fwd_s, st.bwd_s};
         red[6] = sent_total(tr) - sent0;
-        allreduce_host(red, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
+        allreduce_host(red, 9, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
         double loss = red[0] / (double)tr->global_tokens, exposed_ms = red[1] / world * 1e3;
         double bubble_s = red[5] > 0 ? red[2] / red[5] : -1, recompute = red[3];
         if (step == 1 && o->dump) write_dump(tr, loss);
@@ -714,8 +715,8 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         if (step > tr->start + 1) {   /* the first step pays for warming up */
             tr->sum_ms += ms;
             tr->sum_exposed += exposed_ms;
-            tr->sum_fwd += st.fwd_s * 1e3;
-            tr->sum_bwd += st.bwd_s * 1e3;
+            tr->sum_fwd += red[7] / world * 1e3;   /* means over ranks, as the exposed time: */
+            tr->sum_bwd += red[8] / world * 1e3;   /* ranks that wait longer compute less */
             tr->sum_opt += (t1 - to) * 1e3;
             tr->sum_bubble += bubble_s >= 0 ? bubble_s * 1e3 : 0;
             tr->timed++;
