@@ -68,64 +68,65 @@ static void tp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     }
 }
 
-static const char *mb(char *buf, size_t n, double bytes) {
-    if (bytes >= 1e6) snprintf(buf, n, "%.4g MB", bytes / 1e6);
-    else snprintf(buf, n, "%.4g kB", bytes / 1e3);
-    return buf;
-}
-
-/* The bytes of the last step beside tp.h's formulas, per unit pass and in all. */
+/* The bytes of the last step beside tp.h's formulas, per unit pass and in all
+ * (kB to the byte, so a test can compare them exactly). */
 static void report_bytes(const train_t *tr, const tpp_t *p) {
     const model_t *m = &tr->model;
     const tp_stats_t *s = &p->last;
     size_t rows = tr->acts.rows_full;
+    if (p->tp == 1) {
+        say("tp bytes: none (tensor parallelism 1: the model calls no seam)\n");
+        return;
+    }
     tp_bytes_t f = tp_bytes_formula(m, rows);
     double T = p->tp, X = (double)rows * m->cfg.dim * dtype_size(m->dtype);
-    say("tp bytes: sent by each rank on the tensor-parallel communicator in step %d, per unit and "
-        "micro-batch (X = %zu rows x %d x %zu bytes = %.4g kB, f = (T-1)/T = %.3g)\n",
+    say("tp bytes: each rank's sends on the tensor-parallel communicator in step %d, per unit pass and "
+        "micro-batch, in kB (X = %zu rows x %d x %zu bytes = %.3f kB, f = (T-1)/T = %.4g)\n",
         tr->o.steps, rows, m->cfg.dim, dtype_size(m->dtype), X / 1e3, (T - 1) / T);
+    say("  %-10s %-9s %13s %13s   %s\n", "unit", "pass", "measured", "formula", "collectives");
     static const char *place[TP_PLACES] = {"embedding", "layer", "head"};
     static const char *pass[2] = {"forward", "backward"};
-    static const char *layer_rule[2][2] = {{"2 all-reduces = 4f X", "2 all-reduces = 4f X"},
-                                           {"2 all-gathers + 2 reduce-scatters = 4f X",
-                                            "4 all-gathers + 2 reduce-scatters = 6f X"}};
+    /* [sp][place][pass] */
+    static const char *what[2][TP_PLACES][2] = {
+        {{"all-reduce 2f X", "-"}, {"2 all-reduces 4f X", "2 all-reduces 4f X"},
+         {"all-gather lse + all-reduce picked (fp32 per token)", "all-reduce 2f X"}},
+        {{"reduce-scatter f X", "all-gather f X"},
+         {"2 all-gathers + 2 reduce-scatters 4f X", "4 all-gathers + 2 reduce-scatters 6f X"},
+         {"all-gather f X + lse + picked", "all-gather + reduce-scatter 2f X"}}};
     double total = 0, ftotal = 0;
-    char b1[32], b2[32];
     for (int pl = 0; pl < TP_PLACES; pl++)
         for (int ps = 0; ps < 2; ps++) {
             long n = s->passes[pl][ps];
-            double per = n ? s->bytes[pl][ps] / n : 0;
             total += s->bytes[pl][ps];
             ftotal += f.b[pl][ps] * n;
-            say("  %-9s %-8s %10s  formula %10s%s%s\n", place[pl], pass[ps], mb(b1, sizeof b1, per),
-                mb(b2, sizeof b2, f.b[pl][ps]), pl == TP_LAYER && T > 1 ? "  " : "",
-                pl == TP_LAYER && T > 1 ? layer_rule[p->sp][ps] : "");
+            say("  %-10s %-9s %13.3f %13.3f   %s\n", place[pl], pass[ps], n ? s->bytes[pl][ps] / n / 1e3 : 0,
+                f.b[pl][ps] / 1e3, T > 1 ? what[p->sp][pl][ps] : "-");
         }
     double fg = tp_grad_bytes_formula(m);
-    say("  replicated gradients (norms under sp, shared kv heads) %s  formula %s\n",
-        mb(b1, sizeof b1, s->grad_bytes), mb(b2, sizeof b2, fg));
-    say("  step total %s  formula %s (%d layers x %d micro-batch%s)\n", mb(b1, sizeof b1, total + s->grad_bytes),
-        mb(b2, sizeof b2, ftotal + fg), m->n_layers, tr->o.micro, tr->o.micro == 1 ? "" : "es");
+    say("  %-10s %-9s %13.3f %13.3f   %s\n", "gradients", "per step", s->grad_bytes / 1e3, fg / 1e3,
+        "all-reduces of norm gains (sp) and shared kv heads");
+    say("  %-10s %-9s %13.3f %13.3f   %d layers x %d micro-batch%s\n", "step", "total",
+        (total + s->grad_bytes) / 1e3, (ftotal + fg) / 1e3, m->n_layers, tr->o.micro,
+        tr->o.micro == 1 ? "" : "es");
 }
 
 static void report_acts(const train_t *tr, const tpp_t *p) {
     const model_t *m = &tr->model;
     tp_acts_t f = tp_acts_formula(m, tr->mb);
-    char b[5][32];
-    say("acts:    one micro-batch's activations on each rank %s (formula %s = outside the tp regions "
-        "%s + inside %s + tokens %s)\n", mb(b[0], sizeof b[0], (double)tr->acts.bytes),
-        mb(b[1], sizeof b[1], f.total), mb(b[2], sizeof b[2], f.outside), mb(b[3], sizeof b[3], f.inside),
-        mb(b[4], sizeof b[4], f.other));
+    say("acts:    one micro-batch's activations per rank %.6f MB (formula %.6f MB = outside the tp regions "
+        "%.6f + inside %.6f + tokens %.6f)\n", tr->acts.bytes / 1e6, f.total / 1e6, f.outside / 1e6,
+        f.inside / 1e6, f.other / 1e6);
     /* the same shard with sequence parallelism toggled, from the formula alone */
     model_t other = *m;
     other.shard.sp = !m->shard.sp;
     if (p->tp > 1 && ((size_t)tr->mb * m->T) % (size_t)p->tp == 0) {
         tp_acts_t g = tp_acts_formula(&other, tr->mb);
-        say("acts:    %s: %s (outside %s)\n", m->shard.sp ? "without --sp it would be" : "with --sp it would be",
-            mb(b[0], sizeof b[0], g.total), mb(b[1], sizeof b[1], g.outside));
+        say("acts:    %s %.6f MB (outside %.6f)\n",
+            m->shard.sp ? "without --sp the formula gives" : "with --sp the formula gives", g.total / 1e6,
+            g.outside / 1e6);
     }
-    say("acts:    high-water of all activation buffers (with backward scratch) %s per rank\n",
-        mb(b[0], sizeof b[0], (double)dev_mem()->peak[MEM_ACTS]));
+    say("acts:    high-water of all activation buffers (with backward scratch) %.2f MB per rank\n",
+        dev_mem()->peak[MEM_ACTS] / 1e6);
 }
 
 int main(int argc, char **argv) {

@@ -106,7 +106,7 @@ static void count_after(void *ctx, model_t *m, int unit, model_pass_t pass) {
 void tp_count_bytes(tp_t *t, model_t *m) { model_add_hook(m, count_before, count_after, t); }
 
 void tp_reduce_replicated_grads(tp_t *t, model_t *m, const optim_t *opt) {
-    double b0 = comm_sent_bytes(t->comm) + (t->has_kv ? comm_sent_bytes(&t->kv) : 0);
+    double b0 = comm_sent_bytes(t->comm);
     dev_timer_t tm;
     dev_timer_start(&tm, t->comm->dev);
     int nt = model_tensors(&m->cfg, &m->shard, NULL, 0);
@@ -120,14 +120,19 @@ void tp_reduce_replicated_grads(tp_t *t, model_t *m, const optim_t *opt) {
             if (b < pc->flat) b = pc->flat;
             if (e > pc->flat + pc->count) e = pc->flat + pc->count;
             if (e <= b) continue;
-            comm_t *c = ts[k].tp_replicas == m->shard.tp ? t->comm : &t->kv;
             float *g = pc->grad + (b - pc->flat);
-            comm_allreduce(c, g, g, e - b, DT_F32, RED_SUM);
+            if (ts[k].tp_replicas == m->shard.tp) {
+                comm_allreduce(t->comm, g, g, e - b, DT_F32, RED_SUM);
+            } else {   /* the shared-kv group is part of the tp group: its bytes count there */
+                double k0 = comm_sent_bytes(&t->kv);
+                comm_allreduce(&t->kv, g, g, e - b, DT_F32, RED_SUM);
+                t->comm->sent[COLL_ALLREDUCE] += comm_sent_bytes(&t->kv) - k0;
+            }
         }
     }
     free(ts);
     t->st.comm_s += dev_timer_stop_ms(&tm) / 1e3;
-    t->st.grad_bytes += comm_sent_bytes(t->comm) + (t->has_kv ? comm_sent_bytes(&t->kv) : 0) - b0;
+    t->st.grad_bytes += comm_sent_bytes(t->comm) - b0;
 }
 
 /* ---- the formulas ------------------------------------------------------------------ */

@@ -50,7 +50,8 @@ typedef struct {
     double bytes[TP_PLACES][3];   /* sent on the tensor-parallel communicator, by place and
                                      pass (model_pass_t: forward, backward, recompute) */
     long passes[TP_PLACES][3];    /* unit passes counted */
-    double grad_bytes;            /* tp_reduce_replicated_grads (both communicators) */
+    double grad_bytes;            /* tp_reduce_replicated_grads (the shared-kv groups' bytes are
+                                     added to the tp communicator's count: they are part of it) */
     double comm_s;                /* time in the seams and the gradient sums */
 } tp_stats_t;
 

@@ -107,8 +107,8 @@ static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
     free(all);
     double f[2];
     cp_bytes_formula(m, algo, tr->mb, f);
-    say("cp bytes: per layer and micro-batch on the context-parallel communicator, each rank: forward %.4g kB "
-        "(formula %.4g kB), backward %.4g kB (formula %.4g kB)\n",
+    say("cp bytes: per layer and micro-batch on the context-parallel communicator, each rank: forward %.3f kB "
+        "(formula %.3f kB), backward %.3f kB (formula %.3f kB)\n",
         p->last.calls[0] ? p->last.bytes[0] / p->last.calls[0] / 1e3 : 0, f[0] / 1e3,
         p->last.calls[1] ? p->last.bytes[1] / p->last.calls[1] / 1e3 : 0, f[1] / 1e3);
     const mem_stats_t *mem = dev_mem();
@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
         MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (tr.dist.rank == 0) {
             FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
-            fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,%.1f\n", cp_algo_name[algo],
+            fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f\n", cp_algo_name[algo],
                     p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed, v[0], -v[1],
                     v[2], sent / 1e6, v[3] / 1048576.0, tr.acts.bytes / 1048576.0, v[4]);
             fclose(b);
