@@ -8,6 +8,7 @@
 #include "cp.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "ops.h"
@@ -17,14 +18,25 @@ const char *const cp_algo_name[2] = {"ring", "ulysses"};
 static size_t es_of(const model_t *m) { return dtype_size(m->dtype); }
 static void *at(const model_t *m, const void *p, size_t n) { return (char *)p + n * es_of(m); }
 
+/* CPU time of the whole process (every thread of this rank). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Time on the device's compute stream (a GPU's events synchronise; the CPU's
- * work is synchronous anyway). */
+ * work is synchronous anyway), and the CPU time this rank's threads spent:
+ * on a CPU shared with other jobs the wall clock also counts the time the
+ * rank waited for a core, the CPU time only its own work. */
 #define TIMED(c, field, ...)                               \
     do {                                                   \
         dev_timer_t tm_;                                   \
+        double cpu0_ = cpu_now();                          \
         dev_timer_start(&tm_, (c)->d);                     \
         __VA_ARGS__;                                       \
         (c)->st.field += dev_timer_stop_ms(&tm_) / 1e3;    \
+        (c)->st.field##_cpu += cpu_now() - cpu0_;          \
     } while (0)
 
 /* Query-key pairs of a block of Tq queries from position qp against Tk keys

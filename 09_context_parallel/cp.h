@@ -54,6 +54,7 @@ extern const char *const cp_algo_name[2];   /* "ring", "ulysses" */
 typedef struct {
     double compute_s;      /* attention kernels, merges and gradient sums */
     double comm_s;         /* waiting on the ring's exchanges; the all-to-alls and their layout copies */
+    double compute_s_cpu, comm_s_cpu;   /* the same in this process's CPU time */
     double pairs;          /* query-key pairs attended in forward, over sequences and query heads */
     double bytes[2];       /* sent on the context-parallel communicator in forward, backward */
     long calls[2];         /* forward and backward calls */

@@ -28,8 +28,8 @@
 #include "perf.h"
 #include "train.h"
 
-#define BENCH_HEADER "algo,cp,dp,balance,seq,batch,step_ms,attn_ms_max,attn_ms_min,attn_comm_ms," \
-                     "cp_mb_per_step,mem_peak_mb,acts_mb,rss_mb"
+#define BENCH_HEADER "algo,cp,dp,balance,seq,batch,step_ms,attn_ms_max,attn_ms_min,attn_cpu_ms_max," \
+                     "attn_cpu_ms_min,attn_comm_ms,cp_mb_per_step,mem_peak_mb,acts_mb,rss_mb"
 
 typedef struct {
     int cp, no_balance;
@@ -63,6 +63,7 @@ static void cp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     p->last = p->c.st;
     if (step > tr->start + 1) {
         p->sum.compute_s += p->c.st.compute_s;
+        p->sum.compute_s_cpu += p->c.st.compute_s_cpu;
         p->sum.comm_s += p->c.st.comm_s;
         p->timed++;
     }
@@ -87,22 +88,26 @@ static void layout_line(const model_t *m, const char *algo) {
 static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
     const model_t *m = &tr->model;
     const int W = tr->dist.world;
-    double mine[6] = {tr->mesh.coord[AXIS_CP], tr->dp_rank,
+    const int cpu = tr->dev.kind == DEV_CPU;
+    double mine[7] = {tr->mesh.coord[AXIS_CP], tr->dp_rank,
                       p->last.calls[0] ? p->last.pairs / p->last.calls[0] : 0,
                       cp_pairs_formula(m, algo, tr->mesh.coord[AXIS_CP], tr->mb),
                       p->timed ? 1e3 * p->sum.compute_s / p->timed : 0,
+                      p->timed ? 1e3 * p->sum.compute_s_cpu / p->timed : 0,
                       p->timed ? 1e3 * p->sum.comm_s / p->timed : 0};
     double *all = xmalloc(sizeof mine * (size_t)W);
-    MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double whole = (double)tr->mb * m->cfg.heads * m->cfg.seq * (m->cfg.seq + 1.0) / 2;
     say("attention per rank (one layer's forward, %d sequence%s): query-key pairs against cp.h's formula; "
-        "ms per step in attention kernels and in communication (mean of steps 2-%d)\n", tr->mb,
-        tr->mb == 1 ? "" : "s", tr->o.steps);
+        "ms per step in attention kernels%s and waiting on communication (mean of steps 2-%d)\n", tr->mb,
+        tr->mb == 1 ? "" : "s", cpu ? " (wall clock, and the rank's CPU time)" : "", tr->o.steps);
     for (int w = 0; w < W && tr->dist.rank == 0; w++) {
-        const double *a = all + 6 * w;
+        const double *a = all + 7 * w;
         if (a[1] != 0) continue;   /* the first data-parallel replica speaks for the others */
+        char cpus[48] = "";
+        if (cpu) snprintf(cpus, sizeof cpus, " (cpu %8.2f)", a[5]);
         say("  cp rank %d: %10.0f pairs (formula %10.0f, %5.1f%% of the causal triangle) | "
-            "attention %8.2f ms | comm %7.2f ms\n", (int)a[0], a[2], a[3], 100 * a[2] / whole, a[4], a[5]);
+            "attention %8.2f ms%s | comm %7.2f ms\n", (int)a[0], a[2], a[3], 100 * a[2] / whole, a[4], cpus, a[6]);
     }
     free(all);
     double f[2];
@@ -160,18 +165,21 @@ int main(int argc, char **argv) {
     if (p.bench_csv && tr.timed > 0) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        double v[5] = {p.timed ? 1e3 * p.sum.compute_s / p.timed : 0, 0,
+        double v[7] = {p.timed ? 1e3 * p.sum.compute_s / p.timed : 0, 0,
+                       p.timed ? 1e3 * p.sum.compute_s_cpu / p.timed : 0, 0,
                        p.timed ? 1e3 * p.sum.comm_s / p.timed : 0, (double)dev_mem()->total_peak,
                        ru.ru_maxrss / 1024.0};
-        v[1] = -v[0];
+        v[1] = -v[0];   /* the minimum over ranks, by the same MAX */
+        v[3] = -v[2];
+        if (tr.dev.kind != DEV_CPU) v[2] = v[3] = 0;   /* host time of a GPU's launches: not the work */
         double sent = p.last.bytes[0] + p.last.bytes[1];
-        MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, v, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (tr.dist.rank == 0) {
             FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
-            fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f\n", cp_algo_name[algo],
-                    p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed, v[0], -v[1],
-                    v[2], sent / 1e6, v[3] / 1048576.0, tr.acts.bytes / 1048576.0, v[4]);
+            fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f\n",
+                    cp_algo_name[algo], p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed,
+                    v[0], -v[1], v[2], -v[3], v[4], sent / 1e6, v[5] / 1048576.0, tr.acts.bytes / 1048576.0, v[6]);
             fclose(b);
         }
     }
