@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_tp.sh: the multi-run tests of chapter 08 (listed in tests/tp.tests).
 # Each case trains tiny models with 08_tensor_parallel/tp and compares an
-# N-rank run with the 1-rank run of the same global batch (build/tests/compare
+# N-rank run with the 1-rank run of the same global batch by 03_ddp/ddp,
+# the model with no seam and its own attention core (build/tests/compare
 # prints what it compared and the worst difference), or checks the printed
 # bytes and memory against the formulas (check_tp.py). Usage:
 # test_tp.sh CASE [ARGS...]; exit 0 when the property holds.
@@ -27,7 +28,9 @@ run() {  # NP LOG FLAGS...: one training run, quietly unless it fails
 case "$1" in
 equiv)  # NP TOL "PARALLEL FLAGS" [FLAGS...]: NP ranks vs 1 rank on the same global batch
     np=$2; tol=$3; read -r -a par <<<"$4"; shift 4
-    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 --tp 1 "$@" --save-final "$dir/one.bin"
+    # the reference: chapter 03's trainer on one rank (no seam, the model's own attention)
+    mpirun -np 1 ./03_ddp/ddp "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin" >"$dir/one.log" 2>&1 ||
+        { echo "the 1-rank reference run failed"; tail -n 20 "$dir/one.log"; exit 1; }
     run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "${par[@]}" "$@" --save-final "$dir/many.bin"
     echo "1 rank vs $np ranks, 6 steps, ${par[*]} $*"
     grep '^tp:\|^dp:' "$dir/many.log"
@@ -43,7 +46,7 @@ formulas)  # NP "PARALLEL FLAGS" [FLAGS...]: printed bytes, memory and CSV again
 emu)  # NP GPUS COMM TOL WTOL "PARALLEL FLAGS" [FLAGS...]: the CUDA path on emulated GPUs
     # (tests/cuda_emu) against the CPU's 1-rank run, 6 steps.
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; read -r -a par <<<"$7"; shift 7
-    $TP "${TINY[@]}" --device cpu --tp 1 --steps 6 "$@" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
+    ./03_ddp/ddp "${TINY[@]}" --device cpu --steps 6 "$@" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" build/emu/tp "${TINY[@]}" --device cuda --comm "$comm" \
             --steps 6 "${par[@]}" "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1

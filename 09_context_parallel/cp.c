@@ -60,13 +60,14 @@ static void ring_forward(void *ctx, model_t *m, const model_acts_t *a, const voi
     const size_t cq = (size_t)B * Tc * H * hd, ck = (size_t)B * Tc * KV * hd, cl = (size_t)B * H * Tc;
     const size_t nkv = (size_t)m->nck * ck;   /* k (or v) of one rank's whole block */
     const double b0 = comm_sent_bytes(c->comm);
-    TIMED(c, comm_s, {
+    if (C > 1) TIMED(c, comm_s, {   /* one buffer, so that one message carries both */
         dev_copy(d, c->kv[0], k, nkv * es_of(m));
         dev_copy(d, at(m, c->kv[0], nkv), v, nkv * es_of(m));
     });
     int cur = 0, first[2] = {1, 1};
     for (int s = 0; s < C; s++) {
         const int src = (r - s + C) % C;   /* the rank whose block we hold */
+        const void *hk = C > 1 ? c->kv[cur] : k, *hv = C > 1 ? at(m, c->kv[cur], nkv) : v;
         comm_req_t req = {0};
         if (s < C - 1)   /* the next block is on its way while this one is used */
             comm_isendrecv(c->comm, c->kv[cur], 2 * nkv, (r + 1) % C, c->kv[1 - cur], 2 * nkv,
@@ -78,8 +79,8 @@ static void ring_forward(void *ctx, model_t *m, const model_acts_t *a, const voi
                     if (kp > qp + Tc - 1) continue;   /* every key in this query chunk's future */
                     void *o = first[qk] ? at(m, out, qk * cq) : c->o_b;
                     float *l = first[qk] ? lse + qk * cl : c->l_b;
-                    op_attn_forward(d, t, at(m, q, qk * cq), at(m, c->kv[cur], kk * ck),
-                                    at(m, c->kv[cur], nkv + kk * ck), o, l, B, Tc, Tc, H, KV, hd, qp, kp);
+                    op_attn_forward(d, t, at(m, q, qk * cq), at(m, hk, kk * ck), at(m, hv, kk * ck), o, l,
+                                    B, Tc, Tc, H, KV, hd, qp, kp);
                     if (!first[qk])   /* online softmax: the union of the two key sets */
                         op_attn_merge(d, t, at(m, out, qk * cq), lse + qk * cl, c->o_b, c->l_b, B, Tc, H, hd);
                     first[qk] = 0;
@@ -114,29 +115,31 @@ static void ring_backward(void *ctx, model_t *m, const model_acts_t *a, const vo
     const size_t cq = (size_t)B * Tc * H * hd, ck = (size_t)B * Tc * KV * hd, cl = (size_t)B * H * Tc;
     const size_t nkv = (size_t)m->nck * ck, es = es_of(m);
     const double b0 = comm_sent_bytes(c->comm);
-    TIMED(c, comm_s, {
+    if (C > 1) TIMED(c, comm_s, {
         dev_copy(d, c->kv[0], k, nkv * es);
         dev_copy(d, at(m, c->kv[0], nkv), v, nkv * es);
     });
     int cur = 0, ds = 0, dr = 1, dp = 2;   /* dkv buffers: sent on, arriving, computed here */
     for (int s = 0; s < C; s++) {
         const int src = (r - s + C) % C;
+        /* one rank: its own block, its gradients straight into dk and dv */
+        const void *hk = C > 1 ? c->kv[cur] : k, *hv = C > 1 ? at(m, c->kv[cur], nkv) : v;
+        void *gk = C > 1 ? c->dkv[dp] : dk, *gv = C > 1 ? at(m, c->dkv[dp], nkv) : dv;
         comm_req_t kreq = {0}, dreq = {0};
         if (s < C - 1)
             comm_isendrecv(c->comm, c->kv[cur], 2 * nkv, next, c->kv[1 - cur], 2 * nkv, prev, t, &kreq);
         if (s > 0)   /* last step's complete sum on, the earlier ranks' sum for this block in */
             comm_isendrecv(c->comm, c->dkv[ds], 2 * nkv, next, c->dkv[dr], 2 * nkv, prev, t, &dreq);
         TIMED(c, compute_s, {
-            dev_memset0(d, c->dkv[dp], 2 * nkv * es);
+            if (C > 1) dev_memset0(d, c->dkv[dp], 2 * nkv * es);
             for (int qk = 0; qk < m->nck; qk++)
                 for (int kk = 0; kk < m->nck; kk++) {
                     int qp = m->chunk_pos[qk], kp = model_cp_chunk_pos(m, src, kk);
                     if (kp > qp + Tc - 1) continue;
-                    op_attn_backward(d, t, at(m, q, qk * cq), at(m, c->kv[cur], kk * ck),
-                                     at(m, c->kv[cur], nkv + kk * ck), at(m, out, qk * cq),
-                                     at(m, dout, qk * cq), lse + qk * cl, at(m, dq, qk * cq),
-                                     at(m, c->dkv[dp], kk * ck), at(m, c->dkv[dp], nkv + kk * ck), B, Tc,
-                                     Tc, H, KV, hd, qp, kp);
+                    op_attn_backward(d, t, at(m, q, qk * cq), at(m, hk, kk * ck), at(m, hv, kk * ck),
+                                     at(m, out, qk * cq), at(m, dout, qk * cq), lse + qk * cl,
+                                     at(m, dq, qk * cq), at(m, gk, kk * ck), at(m, gv, kk * ck), B, Tc, Tc,
+                                     H, KV, hd, qp, kp);
                     comm_progress(c->comm, &kreq);
                     comm_progress(c->comm, &dreq);
                 }
@@ -151,15 +154,13 @@ static void ring_backward(void *ctx, model_t *m, const model_acts_t *a, const vo
         dp = free_buf;
         cur = 1 - cur;
     }
-    int home = ds;
-    if (C > 1) {
+    if (C > 1) {   /* each sum one hop further: home */
         TIMED(c, comm_s, comm_sendrecv(c->comm, c->dkv[ds], 2 * nkv, next, c->dkv[dr], 2 * nkv, prev, t));
-        home = dr;
+        TIMED(c, compute_s, {
+            op_add(d, t, dk, c->dkv[dr], dk, nkv);
+            op_add(d, t, dv, at(m, c->dkv[dr], nkv), dv, nkv);
+        });
     }
-    TIMED(c, compute_s, {
-        op_add(d, t, dk, c->dkv[home], dk, nkv);
-        op_add(d, t, dv, at(m, c->dkv[home], nkv), dv, nkv);
-    });
     c->st.bytes[1] += comm_sent_bytes(c->comm) - b0;
     c->st.calls[1]++;
 }
@@ -379,10 +380,12 @@ void cp_init(cp_t *c, comm_t *comm, model_t *m, cp_algo_t algo) {
     const size_t es = es_of(m), hd = m->hd, B = (size_t)m->max_batch, Rf = B * m->T;
     const size_t nkv = Rf * m->KV * hd;
     if (algo == CP_RING) {
-        for (int i = 0; i < 2; i++) c->kv[i] = buf(d, 2 * nkv * es, MEM_COMM);
-        for (int i = 0; i < 3; i++) c->dkv[i] = buf(d, 2 * nkv * es, MEM_COMM);
-        c->o_b = buf(d, B * m->Tc * m->H * hd * es, MEM_ACTS);
-        c->l_b = buf(d, B * m->Tc * m->H * sizeof(float), MEM_ACTS);
+        if (c->C > 1) {   /* one rank has nothing to pass on and one block, nothing to merge */
+            for (int i = 0; i < 2; i++) c->kv[i] = buf(d, 2 * nkv * es, MEM_COMM);
+            for (int i = 0; i < 3; i++) c->dkv[i] = buf(d, 2 * nkv * es, MEM_COMM);
+            c->o_b = buf(d, B * m->Tc * m->H * hd * es, MEM_ACTS);
+            c->l_b = buf(d, B * m->Tc * m->H * sizeof(float), MEM_ACTS);
+        }
         m->attn = (model_attn_t){c, ring_forward, ring_backward};
     } else {
         const int C = c->C;
