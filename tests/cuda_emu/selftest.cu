@@ -588,9 +588,14 @@ TEST(cuda_emu_runtime_refuses_what_a_gpu_refuses) {
     CUDA_CHECK(cudaEventRecord(nt, s));
     CUDA_CHECK(cudaStreamWaitEvent(0, b, 0));
     float ms = -1;
+    /* b may not have happened yet: timing it needs it done */
+    cudaError_t early = cudaEventElapsedTime(&ms, a, b);
+    EXPECT(early == cudaSuccess || early == cudaErrorNotReady);
+    CUDA_CHECK(cudaEventSynchronize(b));
     CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     EXPECT(ms >= 0);
     EXPECT_EQ_INT(cudaEventElapsedTime(&ms, a, nt), cudaErrorInvalidResourceHandle);
+    CUDA_CHECK(cudaDeviceSynchronize());   /* cudaFree below does not wait for queued work */
     CUDA_CHECK(cudaStreamDestroy(s));
     EXPECT_EQ_INT(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
     EXPECT_EQ_INT(cudaFree(d + 1), cudaErrorInvalidValue);
