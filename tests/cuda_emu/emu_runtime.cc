@@ -623,7 +623,7 @@ static void recheck(const char *call, const char *what, const void *p, size_t n,
  * to host memory, from pinned memory, host to host and with managed memory
  * until the copy is done; from pageable memory to the device until the
  * source has been staged (the copy itself lands later); device to device
- * not at all. The Async forms never wait (host to host aside), and the
+ * not at all. The Async forms wait only host to host, and the
  * destination of a deferred copy to host memory reads as 0xff bytes until
  * the copy has run: the host must synchronise before it reads. */
 static cudaError_t copies(const char *call, const std::vector<Piece> &pieces,
@@ -647,7 +647,7 @@ static cudaError_t copies(const char *call, const std::vector<Piece> &pieces,
         uses.push_back(Use{p.src, p.n});
     }
     std::shared_ptr<std::vector<unsigned char>> staged;
-    bool wait = blocking && (!d_dev || !s_dev || managed);
+    bool wait = (blocking && (!d_dev || !s_dev || managed)) || (!d_dev && !s_dev);
     if (blocking && d_dev && !s_dev && pageable_src && !managed) {
         /* The runtime syncs the stream, stages the pageable source and returns. */
         sync_stream(s, call);
