@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <mpi.h>
+#include <nccl.h>
 
 /* One element past the end of a device buffer. */
 __global__ void write_past_end(float *x, int n) {
@@ -131,6 +132,20 @@ static int stream_bug(const char *b) {
         CUDA_CHECK(cudaFree(x));
         x = NULL;
         CUDA_CHECK(cudaDeviceSynchronize());
+        bad = 0;
+    } else if (!strcmp(b, "write_during_collective")) {
+        /* s2 overwrites the input of an all-reduce queued on s1 without
+         * waiting for it (a communicator of this one rank is enough) */
+        ncclUniqueId id;
+        ncclComm_t c;
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        NCCL_CHECK(ncclCommInitRank(&c, 1, id, 0));
+        LAUNCH(set_all, 1, n, 0, s1, x, 1.0f, n);
+        NCCL_CHECK(ncclAllReduce(x, x, n, ncclFloat32, ncclSum, c, s1));
+        LAUNCH(set_all, 1, n, 0, s2, x, 5.0f, n);
+        CUDA_CHECK(cudaStreamSynchronize(s2));
+        CUDA_CHECK(cudaStreamSynchronize(s1));
+        NCCL_CHECK(ncclCommDestroy(c));
         bad = 0;
     } else if (!strcmp(b, "read_before_sync")) {
         /* the host reads the copy's destination before waiting for it */

@@ -244,22 +244,34 @@ void post_send(const Op &o) {
 /* A group (or one operation) as queued communication. start() posts every
  * receive, then every send, then the collectives in call order, all
  * non-blocking, so no order of sends and receives among the ranks can
- * deadlock; finish() reduces what needs it and writes the results. */
+ * deadlock; finish() reduces what needs it and writes the results.
+ *
+ * On a GPU the collective reads its send buffer and writes its receive
+ * buffer at any time while it runs, so work that writes either of them
+ * then, without waiting for the collective, races with it. Here the
+ * collective reads at start() and writes at finish(); in between it keeps
+ * a copy of both buffers, and finish() reports any byte that changed. */
 struct Group : cuda_emu::CommWork {
     std::vector<Op> ops;
     std::vector<std::vector<unsigned char>> in, out;   /* scratch per op */
+    std::vector<std::vector<unsigned char>> sent, held; /* the buffers at start() */
     std::vector<MPI_Request> reqs;
 
     void start() override {
         in.assign(ops.size(), {});
         out.assign(ops.size(), {});
-        for (const Op &o : ops) {   /* the buffers may have been freed since the call */
+        sent.assign(ops.size(), {});
+        held.assign(ops.size(), {});
+        for (size_t i = 0; i < ops.size(); i++) {   /* the buffers may have been freed since the call */
+            const Op &o = ops[i];
             size_t sb, rb;
             extents(o, &sb, &rb);
             if (cuda_emu::device_range_error(kind_name(o.kind), "the send buffer", o.send, sb) ||
                 cuda_emu::device_range_error(kind_name(o.kind), "the receive buffer", o.recv, rb))
                 cuda_emu::fatal("%s ran after a buffer it was given had been freed (see above)",
                                 kind_name(o.kind));
+            sent[i].assign((const unsigned char *)o.send, (const unsigned char *)o.send + sb);
+            held[i].assign((const unsigned char *)o.recv, (const unsigned char *)o.recv + rb);
         }
         for (size_t i = 0; i < ops.size(); i++)
             if (ops[i].kind == RECV) {
@@ -327,7 +339,23 @@ struct Group : cuda_emu::CommWork {
         return done != 0;
     }
 
+    /* A buffer of op i that other work changed while the op was in flight. */
+    void unchanged(size_t i, const char *which, const void *p, const std::vector<unsigned char> &was) {
+        const unsigned char *now = (const unsigned char *)p;
+        for (size_t b = 0; b < was.size(); b++)
+            if (now[b] != was[b])
+                cuda_emu::fatal("%s of %zu elements: its %s buffer (%p) changed at byte %zu while "
+                                "the operation was in flight: work not ordered after the operation "
+                                "wrote it (on a GPU the two race; wait for the operation's stream or "
+                                "an event recorded after it first)",
+                                kind_name(ops[i].kind), ops[i].count, which, p, b);
+    }
+
     void finish() override {
+        for (size_t i = 0; i < ops.size(); i++) {
+            unchanged(i, "send", ops[i].send, sent[i]);
+            unchanged(i, "receive", ops[i].recv, held[i]);
+        }
         for (size_t i = 0; i < ops.size(); i++) {
             const Op &o = ops[i];
             int n = o.comm->size;

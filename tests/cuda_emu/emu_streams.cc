@@ -123,6 +123,7 @@ std::vector<OpP> unstarted;                     /* queued collectives */
 std::vector<OpP> in_flight;                     /* started, not arrived */
 uint64_t next_seq = 1;
 uint64_t gen = 0;
+bool stale_marks = false;   /* a collective started: what is needed shrank */
 Op *running = nullptr;                          /* the deferred op running now */
 const char *forced_by = nullptr;                /* the call that made it run */
 
@@ -279,6 +280,7 @@ void step(const OpP &op, const char *call) {
         op->state = STARTED;
         unstarted.erase(std::find(unstarted.begin(), unstarted.end(), op));
         in_flight.push_back(op);
+        stale_marks = true;   /* its own end is not needed any more, unless a target needs it */
     } else {
         if (op->run) op->run();
         retire(op);
@@ -310,6 +312,7 @@ void mark(std::vector<Op *> &work) {
 /* Needed from now on: the targets and every collective not yet started. */
 void mark_needed(const std::vector<OpP> &targets) {
     ++gen;
+    stale_marks = false;
     std::vector<Op *> work;
     for (const OpP &t : targets)
         if (!done(t)) work.push_back(t.get());
@@ -380,6 +383,7 @@ void drive(const std::vector<OpP> &targets, const char *call) {
         if (move(call)) {
             spins = 0;
             since = now();
+            if (stale_marks) mark_needed(targets);
             continue;
         }
         idle(&spins);
@@ -474,7 +478,10 @@ bool pump() {
     if (running || (unstarted.empty() && in_flight.empty())) return false;
     mark_needed({});
     bool moved = false;
-    while (move("a collective")) moved = true;
+    while (move("a collective")) {
+        moved = true;
+        if (stale_marks) mark_needed({});
+    }
     return moved;
 }
 
