@@ -55,16 +55,18 @@
  *    forces it (or a later collective of its stream must start), so a
  *    reader that forgot to wait for it still reads the old data.
  *
- * Rank processes therefore deadlock only where GPUs would too (collectives
- * called in different orders on different ranks). A wait that makes no
- * progress for EMU_WAIT_S seconds (default 20) stops the program with what
- * it waits for instead of hanging the test.
+ * Within the limits the README lists, ranks deadlock only where GPUs would
+ * (collectives called in different orders on different ranks). A wait that
+ * makes no progress for EMU_WAIT_S seconds (default 20) stops the program
+ * with what it waits for instead of hanging the test.
+ *
+ * 4 also lets a collective check its buffers: emu_nccl.cc keeps a copy of
+ * them from start to end and reports work that wrote them in between.
  *
  * One host thread drives the emulated devices of a process (as in the
  * suite); nothing here is locked. */
 #include "emu_streams.h"
 
-#include <mpi.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
