@@ -60,12 +60,22 @@ typedef struct {
     comm_t *lib;        /* the library's: device buffers */
 } bench_ctx_t;
 
+/* The alpha-beta model (Hockney 1994; Thakur, Rabenseifner & Gropp 2005): a
+ * message of m bytes takes alpha + m beta, on links measured by a ping-pong
+ * between two ranks. An algorithm's time is the sum over the steps that
+ * follow one another on its busiest rank. */
+typedef struct { double alpha_us, beta_us_per_byte; } link_t;
+
 typedef struct {
     op_id op;
     const char *name;   /* ps, tree, rd, ring, pairwise, lib */
     void (*run)(bench_ctx_t *x, const bench_case_t *c, const void *send, void *recv);
     int lib;            /* the library's: runs on device buffers through comm_* */
     int mpi_host;       /* needs the MPI backend on host memory (no NCCL version) */
+    /* predicted time of one call, us, for c->bytes on c->world ranks with
+     * messages cut in chunks of chunk_bytes; NULL: no model (the library's
+     * algorithm is its own choice) */
+    double (*model)(const bench_case_t *c, link_t l, size_t chunk_bytes);
 } algo_t;
 
 extern const algo_t bench_algos[];
@@ -93,6 +103,25 @@ ab_fit_t ab_fit(const double *bytes, const double *time_us, int n);
 static inline double ab_predict(ab_fit_t f, double bytes) {
     return f.alpha_us + f.beta_us_per_byte * bytes;
 }
+
+/* The link's alpha and beta: one-way times of messages from 4 B to 4 MiB
+ * between ranks 0 and 1 (half the fastest of `reps` round trips each),
+ * fitted as above; every rank gets the result. One rank: no link (ok = 0). */
+ab_fit_t bench_pingpong(p2p_comm_t *pc, int reps);
+
+/* Median of n values (n >= 1; the array is sorted in place). */
+double median(double *v, int n);
+
+/* ---- watchdog: a hang becomes an error ----------------------------------------
+ * A thread that wakes every half second; when the progress count has not
+ * moved for `seconds`, it prints "error (rank R): no progress for S s in
+ * <what was running>: ..." and ends the process with status 1 (mpirun then
+ * stops the other ranks). watchdog_doing names the step now running (it
+ * formats text: outside timed loops); watchdog_tick counts a finished call
+ * (an atomic add: cheap enough inside them). seconds <= 0: no watchdog. */
+void watchdog_start(double seconds, int rank);
+void watchdog_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void watchdog_tick(void);
 
 #ifdef __cplusplus
 }
