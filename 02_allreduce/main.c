@@ -330,6 +330,11 @@ int main(int argc, char **argv) {
             if (!printed_head) print_table_head((op_id)op, d.world, root);
             printed_head = 1;
             const char *label = a->lib ? lib_name : a->name;
+            /* Each algorithm on a communicator of its own: one that is broken
+             * (a message sent and never received) cannot feed stray messages
+             * to the next, whose rows then stay its own. */
+            p2p_destroy(&h.x.p2p);
+            p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
             if (a->mpi_host && (cm.backend != COMM_MPI || dev.kind != DEV_CPU)) {
                 say("#   lib %s skipped: NCCL has no %s, and MPI's needs host buffers\n",
                     bench_ops[op].name, bench_ops[op].name);
