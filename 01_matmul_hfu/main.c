@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include "args.h"
 #include "check.h"
 #include "device.h"
@@ -179,6 +181,12 @@ static void print_header(const device_t *d, const char *want, double peak_overri
             strcmp(want, "auto") != 0 ? ""
             : device_cuda_built() ? " (--device auto: no usable GPU, so the CPU)"
                                   : " (--device auto: this build has no CUDA backend)");
+        /* OpenBLAS picks its kernels by CPU model unless OPENBLAS_CORETYPE
+         * names them: the line says which, as speeds differ by up to 2x */
+        const char *forced = getenv("OPENBLAS_CORETYPE");
+        say("blas:    OpenBLAS %s kernels (%s%s)\n", openblas_get_corename(),
+            forced && *forced ? "OPENBLAS_CORETYPE=" : "chosen for this CPU; OPENBLAS_CORETYPE unset",
+            forced && *forced ? forced : "");
         matmul_blas_settle();   /* the FMA loop needs the cores to itself */
         if (peak_override <= 0) {
             const cpu_peak_t *p = perf_cpu_peak(d->threads);
