@@ -306,13 +306,14 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
     if (lanes == 0) die("CPU peak: this CPU has neither AVX-512 nor AVX2 with FMA; pass --peak");
     p.isa = lanes == 16 ? "AVX-512" : "AVX2";
 
-    char ident[256], key[320], dir[PATH_MAX], path[PATH_MAX + 64], when[64] = "";
+    char ident[256], key[320], dir[PATH_MAX], path[PATH_MAX + 64] = "", when[64] = "";
     cpu_identity(ident, sizeof ident);
     snprintf(key, sizeof key, "%s | %s | %d thread%s", ident, p.isa, threads, threads == 1 ? "" : "s");
     cache_dir(dir, sizeof dir);
-    int lock = -1;
+    const char *off = getenv("CPU_PEAK_CACHE");
+    const char *why_not = off && strcmp(off, "off") == 0 ? "CPU_PEAK_CACHE=off" : "no build/ folder found";
     if (dir[0]) {
-        mkdir(dir, 0777);   /* build/ exists; an error shows at open below */
+        mkdir(dir, 0777);   /* build/ exists; an error shows when the file is written */
         /* a file name from the key: letters and digits, the rest '_' */
         char name[320];
         size_t k = 0;
@@ -320,13 +321,20 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
             name[k++] = ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))
                             ? *c : '_';
         name[k] = 0;
-        if (!fits(snprintf(path, sizeof path, "%s/%s.txt", dir, name), sizeof path)) dir[0] = 0;
-        char lockpath[PATH_MAX + 16];
-        snprintf(lockpath, sizeof lockpath, "%s/.lock", dir);
+        if (!fits(snprintf(path, sizeof path, "%s/%s.txt", dir, name), sizeof path)) {
+            dir[0] = 0;
+            why_not = "the cache folder's path is too long";
+        }
+    }
+    int lock = -1;
+    if (dir[0]) {
         /* One measurement at a time: ranks started together wait here (asleep,
          * so they do not disturb it) and then read what the first one wrote. */
-        lock = open(lockpath, O_CREAT | O_RDWR, 0666);
-        if (lock >= 0) flock(lock, LOCK_EX);
+        char lockpath[PATH_MAX + 16];
+        if (fits(snprintf(lockpath, sizeof lockpath, "%s/.lock", dir), sizeof lockpath)) {
+            lock = open(lockpath, O_CREAT | O_RDWR, 0666);
+            if (lock >= 0) flock(lock, LOCK_EX);
+        }
     }
     /* the file as the user would name it: relative to the current folder when inside it */
     const char *shown = path;
@@ -354,8 +362,8 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
                 snprintf(p.source, sizeof p.source, "measured now, saved to the cache");
         }
         else
-            snprintf(p.source, sizeof p.source, "measured now (best of %d runs of an FMA loop)%s",
-                     PEAK_RUNS, dir[0] ? "; could not save it" : "; CPU_PEAK_CACHE=off: not saved");
+            snprintf(p.source, sizeof p.source, "measured now (best of %d runs of an FMA loop); not "
+                     "saved: %s", PEAK_RUNS, dir[0] ? "could not write the cache file" : why_not);
     }
     if (lock >= 0) close(lock);   /* releases the lock */
     p.flop_per_cycle = (int)(p.flops / threads / (p.ghz * 1e9) + 0.5);
