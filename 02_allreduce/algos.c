@@ -68,7 +68,7 @@ static double msgs(double bytes, size_t chunk) {
     return m < 1 ? 1 : m;
 }
 #define COST(name, expr)                                                       \
-    static double name(const bench_case_t *c, link_t l, size_t chunk) {       \
+    static double name(const bench_case_t *c, ab_fit_t l, size_t chunk) {       \
         const double N = c->world, X = (double)c->bytes, a = l.alpha_us, b = l.beta_us_per_byte; \
         (void)N;                                                               \
         (void)chunk; (void)a; (void)b;                                         \
@@ -80,7 +80,7 @@ COST(m_ar_ps, (N - 1) * (msgs(X, chunk) * a + X * b) + (N - 1) * (a + X * b))
 COST(m_ar_tree, 2 * L2(c->world) * (msgs(X, chunk) * a + X * b))
 /* log2 p rounds of swaps; N = p + rem folds rem pairs first (chunked) and
  * hands the result back at the end (one message) */
-static double rd_cost(const bench_case_t *c, link_t l, size_t chunk) {
+static double rd_cost(const bench_case_t *c, ab_fit_t l, size_t chunk) {
     int p = 1;
     while (p * 2 <= c->world) p *= 2;
     const double X = (double)c->bytes, a = l.alpha_us, b = l.beta_us_per_byte;

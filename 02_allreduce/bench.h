@@ -54,17 +54,14 @@ typedef struct {
 
 extern const op_t bench_ops[OPS];
 
+/* alpha (us) and beta (us per byte) of a link or a fitted curve. */
+typedef struct { double alpha_us, beta_us_per_byte; int ok; } ab_fit_t;
+
 /* What an algorithm runs on. */
 typedef struct {
     p2p_comm_t p2p;     /* hand-written algorithms: host memory */
     comm_t *lib;        /* the library's: device buffers */
 } bench_ctx_t;
-
-/* The alpha-beta model (Hockney 1994; Thakur, Rabenseifner & Gropp 2005): a
- * message of m bytes takes alpha + m beta, on links measured by a ping-pong
- * between two ranks. An algorithm's time is the sum over the steps that
- * follow one another on its busiest rank. */
-typedef struct { double alpha_us, beta_us_per_byte; } link_t;
 
 typedef struct {
     op_id op;
@@ -72,10 +69,13 @@ typedef struct {
     void (*run)(bench_ctx_t *x, const bench_case_t *c, const void *send, void *recv);
     int lib;            /* the library's: runs on device buffers through comm_* */
     int mpi_host;       /* needs the MPI backend on host memory (no NCCL version) */
-    /* predicted time of one call, us, for c->bytes on c->world ranks with
-     * messages cut in chunks of chunk_bytes; NULL: no model (the library's
-     * algorithm is its own choice) */
-    double (*model)(const bench_case_t *c, link_t l, size_t chunk_bytes);
+    /* The alpha-beta model (Hockney 1994; Thakur, Rabenseifner & Gropp
+     * 2005): a message of m bytes takes alpha + m beta on a link (measured by
+     * bench_pingpong). The predicted time of one call, us, for c->bytes on
+     * c->world ranks with messages cut in chunks of chunk_bytes: the sum over
+     * the steps that follow one another on the busiest rank. NULL: no model
+     * (the library's algorithm is its own choice). */
+    double (*model)(const bench_case_t *c, ab_fit_t link, size_t chunk_bytes);
 } algo_t;
 
 extern const algo_t bench_algos[];
@@ -95,10 +95,10 @@ size_t bench_check(const bench_case_t *c, const void *recv);
 /* 0 when an exact check is possible (bf16 sums stay <= 256). */
 int bench_check_possible(const bench_case_t *c);
 
-/* Alpha-beta model: time = alpha + bytes x beta, fitted by least squares of
- * the relative error (so the small sizes, which set alpha, count as much as
- * the big ones, which set beta). Both stay >= 0. */
-typedef struct { double alpha_us, beta_us_per_byte; int ok; } ab_fit_t;
+/* Alpha-beta fit: time = alpha + bytes x beta, by least squares of the
+ * relative error (so the small sizes, which set alpha, count as much as the
+ * big ones, which set beta). Both stay >= 0; ok = 0 with fewer than two
+ * sizes. */
 ab_fit_t ab_fit(const double *bytes, const double *time_us, int n);
 static inline double ab_predict(ab_fit_t f, double bytes) {
     return f.alpha_us + f.beta_us_per_byte * bytes;

@@ -150,10 +150,7 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
     r.algbw = (double)c->bytes / r.time_us / 1e3;   /* GB/s: bytes / (us x 1e3) */
     r.busbw = r.algbw * bench_ops[c->op].busbw_factor(c->world);
     r.model_us = NAN;
-    if (a->model && h->link.ok) {
-        link_t l = {h->link.alpha_us, h->link.beta_us_per_byte};
-        r.model_us = a->model(c, l, h->chunk);
-    }
+    if (a->model && h->link.ok) r.model_us = a->model(c, h->link, h->chunk);
     r.wrong = wrong;
     return r;
 }

@@ -150,7 +150,7 @@ TEST(busbw_factors_match_nccl_tests) {
 static const algo_t *algo_of(op_id op, const char *name) { return find_algo(op, name); }
 
 TEST(alpha_beta_costs_are_the_textbook_formulas) {
-    const link_t l = {10.0, 1e-3};   /* 10 us, 1 GB/s */
+    const ab_fit_t l = {10.0, 1e-3, 1};   /* 10 us, 1 GB/s */
     const size_t chunk = 1 << 20;
     for (int N = 2; N <= 8; N++) {
         bench_case_t c;
