@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +61,17 @@ static const variant_t variants[NVARIANTS] = {
 };
 #define MAX_SIZES 64
 #define MAX_SIZE 65536
+
+/* The share of the timed wall clock this process's threads spent on a core:
+ * CPU seconds (user + system, every thread) / (wall seconds x threads). Near
+ * 100%, the run had its cores; far below, other processes had them, and the
+ * HFU measures the machine's load, not the kernel. */
+static double cpu_seconds(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+           (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+}
 
 /* HFU_TEST_DELAY_MS (see the top): sleep inside a timed run. */
 static double test_delay_ms;
@@ -251,8 +263,8 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
         "         first, last and random ones)\n");
     say("timing:  mean of up to %d runs (at most ~1 s of them) after %d warm-up run%s\n\n",
         iters, warmup, warmup == 1 ? "" : "s");
-    say("%6s  %-15s %-6s %-5s %10s %9s %7s %9s  %s\n", "size", "variant", "device", "dtype",
-        "time_ms", "TFLOP/s", "HFU", "rel.err", "check");
+    say("%6s  %-15s %-6s %-5s %10s %9s %7s %5s %9s  %s\n", "size", "variant", "device", "dtype",
+        "time_ms", "TFLOP/s", "HFU", "cpu%", "rel.err", "check");
     for (int s = 0; s < nsizes; s++) {
         const int n = (int)sizes[s];
         operands_t o;
@@ -276,6 +288,7 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
             for (int w = 0; w < warmup; w++) run_variant(d, v, &o);
             double total_ms = 0;
             int runs = 0;
+            const double cpu0 = cpu_seconds(), wall0 = now_s();
             while (runs < iters && (runs == 0 || total_ms < 1000.0)) {
                 dev_timer_t t;
                 dev_timer_start(&t, d);
@@ -285,6 +298,10 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
                 runs++;
             }
             const double ms = total_ms / runs;   /* one run's time */
+            char oncore[16] = "-";
+            if (d->kind == DEV_CPU)
+                snprintf(oncore, sizeof oncore, "%.0f",
+                         100.0 * (cpu_seconds() - cpu0) / ((now_s() - wall0) * d->threads));
             if (d->kind == DEV_CUDA) dev_to_host(d, o.C, o.dC, (size_t)n * n * 4);
             int wi, wj;
             const double err = matmul_ref_error(&ref, o.C, &wi, &wj);
@@ -296,9 +313,9 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
             snprintf(what, sizeof what, "HFU of %s at size %d", V->name, n);
             const double hfu = perf_utilisation(flops, peak, what);
             if (peak > 0) snprintf(util, sizeof util, "%.1f%%", 100.0 * hfu);
-            say("%6d  %-15s %-6s %-5s %10.3f %9.4g %7s %9.1e  %s (tol %.0e)\n", n, V->name,
+            say("%6d  %-15s %-6s %-5s %10.3f %9.4g %7s %5s %9.1e  %s (tol %.0e)\n", n, V->name,
                 d->kind == DEV_CUDA ? "cuda" : "cpu", precision_name[V->prec], ms, flops / 1e12,
-                util, err, ok ? "ok" : "WRONG", tol);
+                util, oncore, err, ok ? "ok" : "WRONG", tol);
             if (!ok) {
                 wrong++;
                 fprintf(stderr, "error: %s at size %d: rel. error %.3g > tol %.0e (worst entry "
@@ -388,9 +405,10 @@ static int run_mlp(const device_t *d, int B, int D, int H, int warmup, int iters
     if (!gpu) mlp_cpu_init(&cpu, &m);
     /* A step as the lecture's t_actual counts it: forward, backward and the
      * optimizer's update, timed apart so the update's share shows. */
-    double fb_ms = 0, upd_ms = 0, loss = 0, first_loss = NAN;
+    double fb_ms = 0, upd_ms = 0, loss = 0, first_loss = NAN, cpu0 = 0, wall0 = 0;
     int runs = 0;
     for (int it = -warmup; it < iters && (it <= 0 || fb_ms + upd_ms < 2000.0); it++) {
+        if (it == 0) { cpu0 = cpu_seconds(); wall0 = now_s(); }
         dev_timer_t t;
         dev_timer_start(&t, d);
 #ifdef USE_CUDA
@@ -408,6 +426,7 @@ static int run_mlp(const device_t *d, int B, int D, int H, int warmup, int iters
         if (isnan(first_loss)) first_loss = loss;
         if (it >= 0) { fb_ms += ms_fb; upd_ms += ms_upd; runs++; }
     }
+    const double oncore = (cpu_seconds() - cpu0) / ((now_s() - wall0) * d->threads);
     fb_ms /= runs;
     upd_ms /= runs;
     const double ms = fb_ms + upd_ms;   /* one step */
@@ -416,7 +435,12 @@ static int run_mlp(const device_t *d, int B, int D, int H, int warmup, int iters
     const double mfu = perf_utilisation(achieved, peak, "MFU of the MLP");
     say("step:    %.6g ms = forward + backward %.6g ms + AdamW update %.6g ms (mean of %d step%s)\n",
         ms, fb_ms, upd_ms, runs, runs == 1 ? "" : "s");
-    if (!gpu) say("loss:    %.6f at the first step, %.6f at the last (the update trains)\n", first_loss, loss);
+    if (!gpu) {
+        say("loss:    %.6f at the first step, %.6f at the last (the update trains)\n", first_loss, loss);
+        say("cpu%%:    the %d thread%s spent %.0f%% of the timed steps on a core (below 100%%: other "
+            "processes had the cores, or a part ran on one thread)\n", d->threads,
+            d->threads == 1 ? "" : "s", 100.0 * oncore);
+    }
     if (peak > 0)
         say("MFU:     %.4g%% = %.6g GFLOP / %.6g ms = %.6g TFLOP/s, of the %s peak %.6g TFLOP/s\n"
             "         (forward + backward alone: %.4g%%)\n", 100.0 * mfu, flops / 1e9, ms,
