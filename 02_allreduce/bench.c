@@ -9,8 +9,16 @@
 #include "bench.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "device.h"
 
 static uint32_t mix64(uint64_t x) {   /* a bijective 64-bit mixer (splitmix64's finaliser) */
     x ^= x >> 30;
@@ -98,3 +106,103 @@ ab_fit_t ab_fit(const double *x, const double *t, int n) {
     f.ok = 1;
     return f;
 }
+
+/* ---- the link: ping-pong between ranks 0 and 1 -------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+ab_fit_t bench_pingpong(p2p_comm_t *pc, int reps) {
+    ab_fit_t f = {0, 0, 0};
+    if (pc->size < 2) return f;
+    enum { SIZES = 11 };   /* 4 B .. 4 MiB, x 4 */
+    double x[SIZES], t[SIZES], *rt = xmalloc(sizeof(double) * (size_t)reps);
+    char *buf = xcalloc((size_t)4 << 20, 1);
+    const size_t es = pc->es;
+    MPI_CHECK(MPI_Barrier(pc->mpi));
+    for (int s = 0; s < SIZES; s++) {
+        const size_t bytes = (size_t)4 << (2 * s), n = bytes / es ? bytes / es : 1;
+        x[s] = (double)(n * es);
+        for (int r = -2; r < reps; r++) {   /* two untimed round trips first */
+            double t0 = now_s();
+            if (pc->rank == 0) {
+                p2p_send(pc, buf, n, 1);
+                p2p_recv(pc, buf, n, 1);
+            } else if (pc->rank == 1) {
+                p2p_recv(pc, buf, n, 0);
+                p2p_send(pc, buf, n, 0);
+            }
+            if (r >= 0) rt[r] = (now_s() - t0) * 1e6 / 2;   /* one way */
+        }
+        /* the fastest round trip: what the link can do (a slower one met a
+         * descheduled rank or another process, which the model leaves out) */
+        qsort(rt, (size_t)reps, sizeof *rt, cmp_double);
+        t[s] = rt[0];
+    }
+    if (pc->rank == 0) f = ab_fit(x, t, SIZES);
+    MPI_CHECK(MPI_Bcast(&f, sizeof f, MPI_BYTE, 0, pc->mpi));
+    free(rt);
+    free(buf);
+    return f;
+}
+
+/* ---- watchdog ------------------------------------------------------------------ */
+
+static struct {
+    double seconds;
+    int rank;
+    unsigned long ticks;     /* watchdog_tick: atomic */
+    char doing[256];         /* watchdog_doing, under lock */
+    pthread_mutex_t lock;
+} wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *watchdog_main(void *arg) {
+    (void)arg;
+    unsigned long seen = __atomic_load_n(&wd.ticks, __ATOMIC_RELAXED);
+    double still = 0;   /* seconds without a tick */
+    for (;;) {
+        nanosleep(&(struct timespec){0, 500000000L}, NULL);
+        unsigned long now = __atomic_load_n(&wd.ticks, __ATOMIC_RELAXED);
+        if (now != seen) { seen = now; still = 0; continue; }
+        still += 0.5;
+        if (still < wd.seconds) continue;
+        char doing[256];
+        pthread_mutex_lock(&wd.lock);
+        snprintf(doing, sizeof doing, "%s", wd.doing[0] ? wd.doing : "start-up");
+        pthread_mutex_unlock(&wd.lock);
+        fprintf(stderr, "error (rank %d): no progress for %.0f s in %s: the collective is hung "
+                "(a rank waits for a message that never comes); --timeout sets the limit\n",
+                wd.rank, wd.seconds, doing);
+        fflush(stderr);
+        _exit(1);
+    }
+    return NULL;
+}
+
+void watchdog_start(double seconds, int rank) {
+    if (seconds <= 0) return;
+    wd.seconds = seconds;
+    wd.rank = rank;
+    pthread_t t;
+    if (pthread_create(&t, NULL, watchdog_main, NULL) != 0) die("watchdog: cannot start its thread");
+    pthread_detach(t);
+}
+
+void watchdog_doing(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&wd.lock);
+    vsnprintf(wd.doing, sizeof wd.doing, fmt, ap);
+    pthread_mutex_unlock(&wd.lock);
+    va_end(ap);
+    watchdog_tick();   /* a new step is progress */
+}
+
+void watchdog_tick(void) { __atomic_fetch_add(&wd.ticks, 1, __ATOMIC_RELAXED); }

@@ -15,10 +15,12 @@ step() { echo; echo "\$ $*"; "$@"; }
 
 if [ -x 01_matmul_hfu/hfu ]; then
     step ./01_matmul_hfu/hfu --device cpu --csv plots/data/hfu.csv
+    step ./01_matmul_hfu/hfu --peaks --csv plots/data/gpu_peaks.csv
 fi
 if [ -x 02_allreduce/allreduce ]; then
     step mpirun -np 4 ./02_allreduce/allreduce --device cpu --op allreduce --algo all \
-        --minbytes 1K --maxbytes 16M --csv plots/data/allreduce.csv
+        --minbytes 1K --maxbytes 16M --stepfactor 4 --csv plots/data/allreduce.csv
+    step bash 02_allreduce/sweep_ranks.sh plots/data/allreduce_ranks.csv 1M --device cpu --iters 10
 fi
 # Chapters 03 on: each chapter's demo.sh, in chapter order, with step() and
 # the environment above.
