@@ -9,7 +9,6 @@
 #include "bench.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,56 +152,16 @@ ab_fit_t bench_pingpong(p2p_comm_t *pc, int reps) {
     return f;
 }
 
-/* ---- watchdog ------------------------------------------------------------------ */
+/* ---- what the watchdog (check.h) says we are doing ---------------------------- */
 
-static struct {
-    double seconds;
-    int rank;
-    unsigned long ticks;     /* watchdog_tick: atomic */
-    char doing[256];         /* watchdog_doing, under lock */
-    pthread_mutex_t lock;
-} wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void *watchdog_main(void *arg) {
-    (void)arg;
-    unsigned long seen = __atomic_load_n(&wd.ticks, __ATOMIC_RELAXED);
-    double still = 0;   /* seconds without a tick */
-    for (;;) {
-        nanosleep(&(struct timespec){0, 500000000L}, NULL);
-        unsigned long now = __atomic_load_n(&wd.ticks, __ATOMIC_RELAXED);
-        if (now != seen) { seen = now; still = 0; continue; }
-        still += 0.5;
-        if (still < wd.seconds) continue;
-        char doing[256];
-        pthread_mutex_lock(&wd.lock);
-        snprintf(doing, sizeof doing, "%s", wd.doing[0] ? wd.doing : "start-up");
-        pthread_mutex_unlock(&wd.lock);
-        fprintf(stderr, "error (rank %d): no progress for %.0f s in %s: the collective is hung "
-                "(a rank waits for a message that never comes); --timeout sets the limit\n",
-                wd.rank, wd.seconds, doing);
-        fflush(stderr);
-        _exit(1);
-    }
-    return NULL;
-}
-
-void watchdog_start(double seconds, int rank) {
-    if (seconds <= 0) return;
-    wd.seconds = seconds;
-    wd.rank = rank;
-    pthread_t t;
-    if (pthread_create(&t, NULL, watchdog_main, NULL) != 0) die("watchdog: cannot start its thread");
-    pthread_detach(t);
-}
-
-void watchdog_doing(const char *fmt, ...) {
+void bench_doing(const char *fmt, ...) {
+    static int active;
+    char buf[128];
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&wd.lock);
-    vsnprintf(wd.doing, sizeof wd.doing, fmt, ap);
-    pthread_mutex_unlock(&wd.lock);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    watchdog_tick();   /* a new step is progress */
+    if (active) watch_end();
+    watch_begin(buf, NULL);
+    active = 1;
 }
-
-void watchdog_tick(void) { __atomic_fetch_add(&wd.ticks, 1, __ATOMIC_RELAXED); }

@@ -112,16 +112,13 @@ ab_fit_t bench_pingpong(p2p_comm_t *pc, int reps);
 /* Median of n values (n >= 1; the array is sorted in place). */
 double median(double *v, int n);
 
-/* ---- watchdog: a hang becomes an error ----------------------------------------
- * A thread that wakes every half second; when the progress count has not
- * moved for `seconds`, it prints "error (rank R): no progress for S s in
- * <what was running>: ..." and ends the process with status 1 (mpirun then
- * stops the other ranks). watchdog_doing names the step now running (it
- * formats text: outside timed loops); watchdog_tick counts a finished call
- * (an atomic add: cheap enough inside them). seconds <= 0: no watchdog. */
-void watchdog_start(double seconds, int rank);
-void watchdog_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void watchdog_tick(void);
+/* ---- a hang becomes an error ---------------------------------------------------
+ * The program starts check.h's watchdog (--timeout); bench_doing names the
+ * step now running (it formats text: outside timed loops) and watch_tick()
+ * counts a finished call inside them. When no call finishes for the timeout
+ * the watchdog prints "error (rank R): no progress for S s in <the step>"
+ * and ends the job. */
+void bench_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #ifdef __cplusplus
 }

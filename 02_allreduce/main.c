@@ -98,7 +98,7 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
     }
     if (bench_ops[c->op].in_place) send = recv;
 
-    watchdog_doing("%s %s at %zu B on %d ranks (the checked call)", bench_ops[c->op].name, a->name,
+    bench_doing("%s %s at %zu B on %d ranks (the checked call)", bench_ops[c->op].name, a->name,
                    c->bytes, c->world);
     a->run(&h->x, c, send, recv);
     dev_sync(h->dev);
@@ -114,11 +114,11 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
         MPI_CHECK(MPI_Allreduce(&mine, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     }
 
-    watchdog_doing("%s %s at %zu B on %d ranks (the timed calls)", bench_ops[c->op].name, a->name,
+    bench_doing("%s %s at %zu B on %d ranks (the timed calls)", bench_ops[c->op].name, a->name,
                    c->bytes, c->world);
     for (int i = 0; i < h->warmup; i++) {
         a->run(&h->x, c, send, recv);
-        watchdog_tick();
+        watch_tick();
     }
     dev_sync(h->dev);
     if (c->rank == hang_rank)
@@ -131,7 +131,7 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
         for (int i = 0; i < h->iters; i++) {
             a->run(&h->x, c, send, recv);
             if (c->rank == slow_rank) sleep_us(slow_us);   /* ALLREDUCE_TEST_SLOW */
-            watchdog_tick();
+            watch_tick();
         }
         dev_sync(h->dev);
         /* the call is done when its slowest rank is: for rooted ops the others
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
     if (root >= d.world) usage_error("--root %d is not a rank (world %d)", root, d.world);
     dtype_t dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
     test_knobs();
-    watchdog_start(timeout, d.rank);
+    watchdog_start(timeout, "--timeout");
 
     /* every (op, algo) pair asked for must exist */
     int all_ops = strcmp(op_s, "all") == 0;
@@ -295,7 +295,7 @@ int main(int argc, char **argv) {
         h.check ? "exact" : "off", chunk);
     if (dev.kind == DEV_CUDA)
         say("# hand-written algorithms run on host memory over MPI; lib runs on GPU buffers\n");
-    watchdog_doing("the ping-pong between ranks 0 and 1");
+    bench_doing("the ping-pong between ranks 0 and 1");
     h.link = bench_pingpong(&h.x.p2p, 20);
     if (h.link.ok)
         say("# link: ping-pong of ranks 0 and 1, 4 B..4 MiB: alpha %.2f us, 1/beta %.3f GB/s; the model "

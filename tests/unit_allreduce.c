@@ -85,7 +85,7 @@ TEST(checker_catches_misplaced_block) {
  * the pipelines have many stages and a short last chunk) and every root. */
 TEST(every_handwritten_algorithm_exact_at_awkward_counts_and_roots) {
     const size_t totals[] = {1, 2, 3, 5, 7, 64, 1001};
-    watchdog_start(20, unit_dist.rank);   /* a deadlock names its case, before the time limit */
+    watchdog_start(20, "the test");   /* a deadlock names its case, before the time limit */
     for (int dti = 0; dti < 2; dti++) {
         dtype_t dt = dti ? DT_BF16 : DT_F32;
         bench_ctx_t x = {0};
@@ -99,7 +99,7 @@ TEST(every_handwritten_algorithm_exact_at_awkward_counts_and_roots) {
                     bench_case_init(&c, a->op, totals[ti], unit_dist.rank, unit_dist.world, root,
                                     dt, 11);
                     void *send, *recv;
-                    watchdog_doing("%s %s %s count %zu root %d on %d ranks", bench_ops[a->op].name,
+                    bench_doing("%s %s %s count %zu root %d on %d ranks", bench_ops[a->op].name,
                                    a->name, dtype_name(dt), c.count, root, unit_dist.world);
                     long long w = sum_ranks((long long)run_case(&x, a, &c, &send, &recv));
                     if (w != 0 && unit_dist.rank == 0)   /* w is the sum over ranks: say it once */
