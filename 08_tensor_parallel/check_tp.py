@@ -17,27 +17,21 @@ dtype, sequences per micro-batch, micro-batches, tp, sp, dp. Then:
 Prints each check; exit 1 with what differed and by how much.
 """
 import csv
-import re
+import os
 import sys
 
-
-def grab(pattern, text, what):
-    m = re.search(pattern, text, re.M)
-    if not m:
-        sys.exit("error: the log has no %s line" % what)
-    return m
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from trainer_log import Checks, batch, grab, model  # noqa: E402
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: check_tp.py LOG [CSV]")
     log = open(sys.argv[1]).read()
-    m = grab(r"^model: +dim (\d+), (\d+) layers, (\d+) heads \((\d+) kv, head dim (\d+)\), ffn (\d+), "
-             r"vocab (\d+), seq (\d+) .*\| (fp32|bf16)$", log, "model")
-    C, L, heads, kv, hd, ffn, vocab, seq = (int(x) for x in m.groups()[:8])
-    es = 4 if m.group(9) == "fp32" else 2
-    m = grab(r"^batch: .* = (\d+) data-parallel ranks? x (\d+) micro-batch(?:es)? x (\d+) sequences", log, "batch")
-    dp, micro, mb = (int(x) for x in m.groups())
+    c = model(log)
+    C, L, heads, kv, hd, ffn, vocab, seq, es = (c[k] for k in
+                                                ("dim", "layers", "heads", "kv", "hd", "ffn", "vocab", "seq", "es"))
+    dp, micro, mb = batch(log)
     m = grab(r"^tp: +(\d+) ranks: .*sequence parallelism (on|off)", log, "tp")
     T, sp = int(m.group(1)), m.group(2) == "on"
 
@@ -62,31 +56,23 @@ def main():
                      L * (want["layer", "forward"] + want["layer", "backward"]) +
                      want["head", "forward"] + want["head", "backward"]) + grads
     if T == 1:
-        want = {k: 0 for k in want}
         total = grads = 0.0
 
-    bad = []
-
-    def same(what, got, exp, tol=0.6):   # printed to 1e-3 kB or 1e-6 MB: half a byte
-        ok = abs(got - exp) <= tol
-        print("  %-40s %16.3f %16.3f  %s" % (what, got, exp, "ok" if ok else "DIFFERS by %.3f" % (got - exp)))
-        if not ok:
-            bad.append("%s: %.3f, recomputed %.3f (off by %.3f)" % (what, got, exp, got - exp))
-
+    ck = Checks()
     print("tp %d, sp %s, dp %d, %d x %d rows per micro-batch, %d micro-batches, %d-byte values" %
           (T, "on" if sp else "off", dp, mb, seq, micro, es))
-    print("  %-40s %16s %16s" % ("bytes (per unit pass, micro-batch)", "printed", "recomputed"))
     if T > 1:
+        ck.header("bytes (per unit pass, micro-batch)")
         for (unit, ps), b in want.items():
             row = grab(r"^  %s +%s +([0-9.]+) +([0-9.]+)" % (unit, ps), log, "tp bytes %s %s" % (unit, ps))
-            same("%s %s measured" % (unit, ps), float(row.group(1)) * 1e3, b)
-            same("%s %s formula" % (unit, ps), float(row.group(2)) * 1e3, b)
+            ck.same("%s %s measured" % (unit, ps), float(row.group(1)) * 1e3, b)
+            ck.same("%s %s formula" % (unit, ps), float(row.group(2)) * 1e3, b)
         row = grab(r"^  gradients +per step +([0-9.]+) +([0-9.]+)", log, "tp bytes gradients")
-        same("replicated gradients measured", float(row.group(1)) * 1e3, grads)
-        same("replicated gradients formula", float(row.group(2)) * 1e3, grads)
+        ck.same("replicated gradients measured", float(row.group(1)) * 1e3, grads)
+        ck.same("replicated gradients formula", float(row.group(2)) * 1e3, grads)
         row = grab(r"^  step +total +([0-9.]+) +([0-9.]+)", log, "tp bytes total")
-        same("step total measured", float(row.group(1)) * 1e3, total, 0.6 * (2 * L + 4) * micro)
-        same("step total formula", float(row.group(2)) * 1e3, total, 0.6 * (2 * L + 4) * micro)
+        ck.same("step total measured", float(row.group(1)) * 1e3, total)
+        ck.same("step total formula", float(row.group(2)) * 1e3, total)
 
     def acts(sp_on):
         H, F, V = heads // T, ffn // T, vocab // T
@@ -99,33 +85,28 @@ def main():
     o, i, t = acts(sp)
     row = grab(r"^acts: +one micro-batch's activations per rank ([0-9.]+) MB \(formula ([0-9.]+) MB = outside "
                r"the tp regions ([0-9.]+) \+ inside ([0-9.]+) \+ tokens ([0-9.]+)\)", log, "acts")
-    print("  %-40s %16s %16s" % ("activations of one micro-batch (bytes)", "printed", "recomputed"))
-    same("measured", float(row.group(1)) * 1e6, o + i + t)
-    same("formula", float(row.group(2)) * 1e6, o + i + t)
-    same("outside the tp regions", float(row.group(3)) * 1e6, o)
-    same("inside", float(row.group(4)) * 1e6, i)
+    ck.header("activations of one micro-batch (bytes)")
+    ck.same("measured", float(row.group(1)) * 1e6, o + i + t)
+    ck.same("formula", float(row.group(2)) * 1e6, o + i + t)
+    ck.same("outside the tp regions", float(row.group(3)) * 1e6, o)
+    ck.same("inside", float(row.group(4)) * 1e6, i)
     if T > 1:
         o2, i2, t2 = acts(not sp)
         row = grab(r"^acts: +(?:with|without) --sp the formula gives ([0-9.]+) MB \(outside ([0-9.]+)\)", log, "acts toggled")
-        same("with sp toggled", float(row.group(1)) * 1e6, o2 + i2 + t2)
-        same("with sp toggled, outside", float(row.group(2)) * 1e6, o2)
-        outside_sp = acts(True)[0]
+        ck.same("with sp toggled", float(row.group(1)) * 1e6, o2 + i2 + t2)
+        ck.same("with sp toggled, outside", float(row.group(2)) * 1e6, o2)
         print("  outside the tp regions: %.0f bytes without sp, %.0f with: ratio %.4g (T = %d)"
-              % (acts(False)[0], outside_sp, acts(False)[0] / outside_sp, T))
+              % (acts(False)[0], acts(True)[0], acts(False)[0] / acts(True)[0], T))
 
-    if len(sys.argv) > 2:
+    if len(sys.argv) > 2:   # the shard's gradients, all-reduced over its dp replicas
         H, F, V = heads // T, ffn // T, vocab // T
         KV = kv // T if kv % T == 0 else 1
         shard = V * C + L * (2 * C + 2 * C * H * hd + 2 * C * KV * hd + 3 * C * F) + C + C * V
         dp_bytes = 2 * (dp - 1) / dp * shard * es
-        print("  %-40s %16s %16s" % ("CSV sent_mb per step (bytes)", "printed", "recomputed"))
+        ck.header("CSV sent_mb per step (bytes)")
         for r in csv.DictReader(open(sys.argv[2])):
-            same("step %s sent_mb" % r["step"], float(r["sent_mb"]) * 1e6, total + dp_bytes, 60)
-    if bad:
-        for b in bad[:10]:
-            print("error: " + b)
-        sys.exit("error: %d printed numbers differ from their formulas" % len(bad))
-    print("every printed byte and memory count agrees with its formula")
+            ck.same("step %s sent_mb" % r["step"], float(r["sent_mb"]) * 1e6, total + dp_bytes, 60)
+    ck.finish("every printed byte and memory count agrees with its formula")
 
 
 main()

@@ -16,27 +16,20 @@ dp, the algorithm, cp and the layout (balanced or in order). Then:
 Prints each check; exit 1 with what differed and by how much.
 """
 import csv
-import re
+import os
 import sys
 
-
-def grab(pattern, text, what):
-    m = re.search(pattern, text, re.M)
-    if not m:
-        sys.exit("error: the log has no %s line" % what)
-    return m
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from trainer_log import Checks, batch, grab, model, params  # noqa: E402
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: check_cp.py LOG [CSV]")
     log = open(sys.argv[1]).read()
-    m = grab(r"^model: +dim (\d+), (\d+) layers, (\d+) heads \((\d+) kv, head dim (\d+)\), ffn (\d+), "
-             r"vocab (\d+), seq (\d+) .*\| (fp32|bf16)$", log, "model")
-    Cd, L, H, KV, hd, ffn, V, T = (int(x) for x in m.groups()[:8])
-    es = 4 if m.group(9) == "fp32" else 2
-    m = grab(r"^batch: .* = (\d+) data-parallel ranks? x (\d+) micro-batch(?:es)? x (\d+) sequences", log, "batch")
-    dp, micro, B = (int(x) for x in m.groups())
+    c = model(log)
+    L, H, KV, hd, T, es = (c[k] for k in ("layers", "heads", "kv", "hd", "seq", "es"))
+    dp, micro, B = batch(log)
     m = grab(r"^cp: +(ring|ulysses) attention over (\d+) ranks?; .*, (balanced|in order)", log, "cp")
     algo, C, balanced = m.group(1), int(m.group(2)), m.group(3) == "balanced"
 
@@ -49,17 +42,10 @@ def main():
             return [r * Tc, (2 * C - 1 - r) * Tc]
         return [r * Tc]
 
-    bad = []
-
-    def same(what, got, exp, tol=0.6):
-        ok = abs(got - exp) <= tol
-        print("  %-34s %16.3f %16.3f  %s" % (what, got, exp, "ok" if ok else "DIFFERS by %.3f" % (got - exp)))
-        if not ok:
-            bad.append("%s: %.3f, recomputed %.3f (off by %.3f)" % (what, got, exp, got - exp))
-
+    ck = Checks()
     print("%s attention, cp %d (%s), dp %d, %d sequences of %d tokens per micro-batch, %d-byte values"
           % (algo, C, "balanced" if balanced else "in order", dp, B, T, es))
-    print("  %-34s %16s %16s" % ("query-key pairs per layer", "printed", "recomputed"))
+    ck.header("query-key pairs per layer")
     total = 0
     for r in range(C):
         if algo == "ulysses":   # H / C heads of whole sequences
@@ -72,9 +58,9 @@ def main():
             n *= B * H
         total += n
         row = grab(r"^  cp rank %d: +(\d+) pairs \(formula +(\d+)," % r, log, "cp rank %d" % r)
-        same("rank %d measured" % r, float(row.group(1)), n)
-        same("rank %d formula" % r, float(row.group(2)), n)
-    same("all ranks together", total, B * H * T * (T + 1) / 2)
+        ck.same("rank %d measured" % r, float(row.group(1)), n)
+        ck.same("rank %d formula" % r, float(row.group(2)), n)
+    ck.same("all ranks together", total, B * H * T * (T + 1) / 2)
 
     Rf = B * T // C
     if algo == "ring":
@@ -87,24 +73,20 @@ def main():
         bwd = f * Rf * (hd * es * (4 * H + 4 * KVa) + 4 * H)
     row = grab(r"^cp bytes: .* forward ([0-9.]+) kB \(formula ([0-9.]+) kB\), backward ([0-9.]+) kB "
                r"\(formula ([0-9.]+) kB\)", log, "cp bytes")
-    print("  %-34s %16s %16s" % ("bytes per layer and micro-batch", "printed", "recomputed"))
-    same("forward measured", float(row.group(1)) * 1e3, fwd)
-    same("forward formula", float(row.group(2)) * 1e3, fwd)
-    same("backward measured", float(row.group(3)) * 1e3, bwd)
-    same("backward formula", float(row.group(4)) * 1e3, bwd)
+    ck.header("bytes per layer and micro-batch")
+    ck.same("forward measured", float(row.group(1)) * 1e3, fwd)
+    ck.same("forward formula", float(row.group(2)) * 1e3, fwd)
+    ck.same("backward measured", float(row.group(3)) * 1e3, bwd)
+    ck.same("backward formula", float(row.group(4)) * 1e3, bwd)
 
     if len(sys.argv) > 2:
-        P = V * Cd + L * (2 * Cd + 2 * Cd * H * hd + 2 * Cd * KV * hd + 3 * Cd * ffn) + Cd + Cd * V
+        P = params(c)
         G = C * dp
         step = L * micro * (fwd + bwd) + 2 * (G - 1) / G * P * es
-        print("  %-34s %16s %16s" % ("CSV sent_mb per step (bytes)", "printed", "recomputed"))
+        ck.header("CSV sent_mb per step (bytes)")
         for r in csv.DictReader(open(sys.argv[2])):
-            same("step %s sent_mb" % r["step"], float(r["sent_mb"]) * 1e6, step, 60)
-    if bad:
-        for b in bad[:10]:
-            print("error: " + b)
-        sys.exit("error: %d printed numbers differ from their formulas" % len(bad))
-    print("every printed pair count and byte count agrees with its formula")
+            ck.same("step %s sent_mb" % r["step"], float(r["sent_mb"]) * 1e6, step, 60)
+    ck.finish("every printed pair count and byte count agrees with its formula")
 
 
 main()
