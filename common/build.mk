@@ -18,7 +18,7 @@ build/tests/compare: $(call objects,tests/compare.c)
 # Shards with their communication against the whole model (tensor,
 # sequence and context parallelism), on real ranks.
 TEST_PROGRAMS += build/tests/unit_shards
-build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/tp.c)
+build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/tp.c 09_context_parallel/cp.c)
 
 # The link model: set against measured latency and bandwidth (4 ranks).
 TEST_PROGRAMS += build/tests/unit_link

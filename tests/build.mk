@@ -102,7 +102,7 @@ $(eval $(call emu_test,cuda_emu_comm,tests/cuda_emu/comm_test.c))
 ifneq ($(wildcard common/ops_cuda.cu),)
 $(eval $(call emu_test,cuda_emu_unit_model,tests/unit_model.c))
 $(eval $(call emu_test,cuda_emu_ops,tests/cuda_emu/ops_test.c))
-$(eval $(call emu_test,cuda_emu_unit_shards,tests/unit_shards.c 08_tensor_parallel/tp.c))
+$(eval $(call emu_test,cuda_emu_unit_shards,tests/unit_shards.c 08_tensor_parallel/tp.c 09_context_parallel/cp.c))
 endif
 
 # ---- the chapters' programs on the emulated GPU ----------------------------------

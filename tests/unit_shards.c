@@ -9,11 +9,14 @@
  * Context parallelism needs an attention core that sees the other ranks'
  * keys; the one here is the simplest possible: all-gather every rank's keys
  * and values, attend to all their chunks, and reduce-scatter the key/value
- * gradients back (chapter 09 builds the ring and Ulysses versions). */
+ * gradients back. Chapter 09's ring and Ulysses cores (09_context_parallel/
+ * cp.c) are held to the same comparison, alone and under tensor
+ * parallelism, as chapter 10 composes them. */
 #define UNIT_MAIN
 #include "unit.h"
 
 #include "08_tensor_parallel/tp.h"
+#include "09_context_parallel/cp.h"
 #include "comm.h"
 #include "model.h"
 #include "ops.h"
@@ -125,7 +128,8 @@ static void ga_backward(void *ctx, model_t *m, const model_acts_t *a, const void
 }
 
 /* ---- one shard against the whole model ---------------------------------------------- */
-typedef struct { int tp, sp, cp, balance; } layout_t;
+typedef enum { CORE_GATHER, CORE_RING, CORE_ULYSSES } core_t;
+typedef struct { int tp, sp, cp, balance; core_t core; } layout_t;
 
 static void shard_matches_whole(layout_t L) {
     setup();
@@ -165,7 +169,10 @@ static void shard_matches_whole(layout_t L) {
     if (L.tp > 1) tp_init(&tp, &tpc, &m);
     size_t kvn = (size_t)B * m.T * m.KV * m.hd * (size_t)L.cp * sizeof(float);
     gather_attn_t ga = {&cpc, dev_alloc(&dev, kvn), dev_alloc(&dev, kvn), dev_alloc(&dev, kvn), dev_alloc(&dev, kvn)};
-    if (L.cp > 1) m.attn = (model_attn_t){&ga, ga_forward, ga_backward};
+    cp_t cpcore;
+    if (L.cp > 1 && L.core == CORE_GATHER) m.attn = (model_attn_t){&ga, ga_forward, ga_backward};
+    if (L.cp > 1 && L.core != CORE_GATHER)
+        cp_init(&cpcore, &cpc, &m, L.core == CORE_RING ? CP_RING : CP_ULYSSES);
     model_acts_t a;
     model_acts_init(&m, &a, 0, B, 0, 0);
     model_zero_grads(&m);
@@ -192,13 +199,15 @@ static void shard_matches_whole(layout_t L) {
     }
     double lerr = fabs(total - lref) / fabs(lref), gerr = maxd / maxr;
     if (unit_dist.rank == 0 || gerr > 1e-5)
-        printf("rank %d: tp %d%s cp %d%s: loss %.9g vs whole %.9g (rel. %.2g); gradients max |diff| / max = %.2g (element %zu)\n",
+        printf("rank %d: tp %d%s cp %d%s%s: loss %.9g vs whole %.9g (rel. %.2g); gradients max |diff| / max = %.2g (element %zu)\n",
                unit_dist.rank, L.tp, L.sp ? " sp" : "", L.cp, L.cp > 1 ? (L.balance ? " balanced" : " in order") : "",
+               L.cp > 1 ? (const char *[]){" all-gather", " ring", " ulysses"}[L.core] : "",
                total, lref, lerr, gerr, at);
     if (!(lerr < 1e-6)) UNIT_FAIL("loss %.9g differs from the whole model's %.9g", total, lref);
     if (!(gerr < 1e-5)) UNIT_FAIL("gradients differ from the whole model's slice: %.3g", gerr);
     model_acts_free(&m, &a);
     if (L.tp > 1) tp_free(&tp);
+    if (L.cp > 1 && L.core != CORE_GATHER) cp_free(&cpcore);
     model_free(&m);
     dev_free(&dev, ga.k_all); dev_free(&dev, ga.v_all); dev_free(&dev, ga.dk_all); dev_free(&dev, ga.dv_all);
     comm_destroy(&tpc);
@@ -209,18 +218,35 @@ static void shard_matches_whole(layout_t L) {
 
 /* Whatever the world (2 or 4 ranks): */
 TEST(shards_tensor_parallel_equal_the_whole_model) {
-    shard_matches_whole((layout_t){unit_dist.world, 0, 1, 1});
+    shard_matches_whole((layout_t){unit_dist.world, 0, 1, 1, CORE_GATHER});
 }
 TEST(shards_sequence_parallel_equal_the_whole_model) {
-    shard_matches_whole((layout_t){unit_dist.world, 1, 1, 1});
+    shard_matches_whole((layout_t){unit_dist.world, 1, 1, 1, CORE_GATHER});
 }
 TEST(shards_context_parallel_balanced_equal_the_whole_model) {
-    shard_matches_whole((layout_t){1, 0, unit_dist.world, 1});
+    shard_matches_whole((layout_t){1, 0, unit_dist.world, 1, CORE_GATHER});
 }
 TEST(shards_context_parallel_in_order_equal_the_whole_model) {
-    shard_matches_whole((layout_t){1, 0, unit_dist.world, 0});
+    shard_matches_whole((layout_t){1, 0, unit_dist.world, 0, CORE_GATHER});
 }
 /* 4 ranks: both at once. */
 TEST(shards_tensor_x_context_parallel_equal_the_whole_model) {
-    shard_matches_whole((layout_t){2, 1, unit_dist.world / 2, 1});
+    shard_matches_whole((layout_t){2, 1, unit_dist.world / 2, 1, CORE_GATHER});
+}
+/* Chapter 09's cores, alone (2 or 4 ranks: Ulysses on 4 shares each kv head
+ * between 2) and under tensor parallelism with sp (4 ranks: 2 x 2). */
+TEST(shards_context_parallel_ring_balanced_equal_the_whole_model) {
+    shard_matches_whole((layout_t){1, 0, unit_dist.world, 1, CORE_RING});
+}
+TEST(shards_context_parallel_ring_in_order_equal_the_whole_model) {
+    shard_matches_whole((layout_t){1, 0, unit_dist.world, 0, CORE_RING});
+}
+TEST(shards_context_parallel_ulysses_equal_the_whole_model) {
+    shard_matches_whole((layout_t){1, 0, unit_dist.world, 1, CORE_ULYSSES});
+}
+TEST(shards_tensor_x_context_parallel_ring_equal_the_whole_model) {
+    shard_matches_whole((layout_t){2, 1, unit_dist.world / 2, 1, CORE_RING});
+}
+TEST(shards_tensor_x_context_parallel_ulysses_equal_the_whole_model) {
+    shard_matches_whole((layout_t){2, 1, unit_dist.world / 2, 1, CORE_ULYSSES});
 }
