@@ -11,6 +11,9 @@ dp, the algorithm, cp and the layout (balanced or in order). Then:
     formula) = recomputed by counting, position by position, the keys each of
     its queries sees; their sum = the causal triangle B H T (T+1) / 2;
   - the bytes per layer forward and backward (measured, formula) = recomputed;
+  - the activations of one micro-batch and the communication buffers: the
+    model's activation formula (chapter 08's) for B T / C rows, and the
+    core's buffers (the ring's five blocks; Ulysses's packed segments);
   - with CSV: each step's sent_mb = layers x micro-batches x those bytes + the
     gradient all-reduce over the context x data group.
 Prints each check; exit 1 with what differed and by how much.
@@ -79,6 +82,25 @@ def main():
     ck.same("backward measured", float(row.group(3)) * 1e3, bwd)
     ck.same("backward formula", float(row.group(4)) * 1e3, bwd)
 
+    # memory: one micro-batch's activations (the model's, R = B T / C rows:
+    # 08's formula with T = 1) and the communication buffers (the core's,
+    # and grad_sync's bf16 copy of the gradients when it has peers)
+    R, Cd, F, V = B * T // C, c["dim"], c["ffn"], c["vocab"]
+    acts = (L * R * (4 * Cd * es + 8 + es * (2 * H * hd + 2 * KV * hd + 3 * F) + 4 * H)
+            + R * (2 * Cd * es + 4) + R * (V * es + 8) + 8 * R)
+    if algo == "ring":
+        buffers = 5 * 2 * R * KV * hd * es if C > 1 else 0
+    else:
+        Hc, KVc = H // C, KV // C if KV % C == 0 else 1
+        buffers = 2 * C * R * (3 * Hc + 2 * KVc) * hd * es + 2 * C * R * Hc * 4
+    if es == 2 and C * dp > 1:
+        buffers += params(c) * 2
+    row = grab(r"^memory: +activations of one micro-batch ([0-9.]+) MB per rank .*; communication buffers "
+               r"([0-9.]+) MB", log, "memory")
+    ck.header("memory per rank (bytes)")
+    ck.same("activations of one micro-batch", float(row.group(1)) * 1e6, acts)
+    ck.same("communication buffers", float(row.group(2)) * 1e6, buffers)
+
     if len(sys.argv) > 2:
         P = params(c)
         G = C * dp
@@ -86,7 +108,7 @@ def main():
         ck.header("CSV sent_mb per step (bytes)")
         for r in csv.DictReader(open(sys.argv[2])):
             ck.same("step %s sent_mb" % r["step"], float(r["sent_mb"]) * 1e6, step, 60)
-    ck.finish("every printed pair count and byte count agrees with its formula")
+    ck.finish("every printed pair, byte and memory count agrees with its formula")
 
 
 main()

@@ -117,9 +117,9 @@ static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
         p->last.calls[0] ? p->last.bytes[0] / p->last.calls[0] / 1e3 : 0, f[0] / 1e3,
         p->last.calls[1] ? p->last.bytes[1] / p->last.calls[1] / 1e3 : 0, f[1] / 1e3);
     const mem_stats_t *mem = dev_mem();
-    say("memory:  activations of one micro-batch %.2f MB per rank (%d of %d tokens of each sequence); "
-        "attention core buffers: comm %.2f MB, acts high-water %.2f MB\n", tr->acts.bytes / 1e6, m->T,
-        m->cfg.seq, mem->peak[MEM_COMM] / 1e6, mem->peak[MEM_ACTS] / 1e6);
+    say("memory:  activations of one micro-batch %.6f MB per rank (%d of %d tokens of each sequence); "
+        "communication buffers %.6f MB; all activation buffers at most %.2f MB\n", tr->acts.bytes / 1e6,
+        m->T, m->cfg.seq, mem->peak[MEM_COMM] / 1e6, mem->peak[MEM_ACTS] / 1e6);
 }
 
 int main(int argc, char **argv) {
