@@ -70,7 +70,7 @@ TEST_PROGRAMS :=
 include $(sort $(wildcard */build.mk))
 
 # ---- rules -----------------------------------------------------------------
-all: $(LIB) $(PROGRAMS) $(TEST_PROGRAMS)
+all: $(LIB) $(PROGRAMS) $(TEST_PROGRAMS) $(EMU_TARGETS)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)

@@ -125,9 +125,11 @@ dump)  # --dump: the gradient file of step 1 is the same from 1 rank and from 3
     run 3 "$dir/b.log" "${TINY[@]}" --steps 1 --dump "$dir/three.dump"
     $CMP --dumps "$dir/three.dump" "$dir/one.dump" --tol 1e-5
     ;;
-text)  # --data FILE: byte-level text, 2 ranks equal 1
-    run 1 "$dir/one.log" "${TINY[@]}" --vocab 256 --steps 5 --data common/model.h --save-final "$dir/one.bin"
-    run 2 "$dir/two.log" "${TINY[@]}" --vocab 256 --steps 5 --data common/model.h --save-final "$dir/two.bin"
+text)  # --data FILE: byte-level text, 2 ranks equal 1 (on a fixed text: a file of the
+    # suite would change the trajectory whenever it is edited)
+    python3 -c 'import random; r = random.Random(7); w = ["the", "model", "rank", "gradient", "sum", "of", "a", "layer", "and", "is"]; print(" ".join(r.choice(w) for _ in range(4000)))' > "$dir/text.txt"
+    run 1 "$dir/one.log" "${TINY[@]}" --vocab 256 --steps 5 --data "$dir/text.txt" --save-final "$dir/one.bin"
+    run 2 "$dir/two.log" "${TINY[@]}" --vocab 256 --steps 5 --data "$dir/text.txt" --save-final "$dir/two.bin"
     grep '^data' "$dir/two.log"
     $CMP "$dir/two.bin" "$dir/one.bin" --tol 1e-5
     ;;

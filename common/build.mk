@@ -19,3 +19,7 @@ build/tests/compare: $(call objects,tests/compare.c)
 # sequence and context parallelism), on real ranks.
 TEST_PROGRAMS += build/tests/unit_shards
 build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/tp.c)
+
+# The link model: set against measured latency and bandwidth (4 ranks).
+TEST_PROGRAMS += build/tests/unit_link
+build/tests/unit_link: $(call objects,tests/unit_link.c)

@@ -19,6 +19,8 @@ typedef enum { DT_F32 = 0, DT_BF16 = 1 } dtype_t;
 
 static inline size_t dtype_size(dtype_t t) { return t == DT_BF16 ? 2 : 4; }
 static inline const char *dtype_name(dtype_t t) { return t == DT_BF16 ? "bf16" : "fp32"; }
+/* "bf16" -> DT_BF16, anything else (the flags allow only "fp32") -> DT_F32. */
+static inline dtype_t dtype_parse(const char *s) { return strcmp(s, "bf16") == 0 ? DT_BF16 : DT_F32; }
 
 typedef uint16_t bf16_t;
 

@@ -6,9 +6,12 @@
  * (cuBLAS and CUDA kernels). op_X(d, ...) calls the X of d's backend. The
  * two backends implement the SAME semantics, written down here;
  * they may differ only in the order of floating-point sums (and FMA
- * contraction), so results agree to rounding, not bit for bit. Ops queue work
- * on the device's compute stream and do not synchronise, except the ones that
- * return a value to the host (op_sumsq).
+ * contraction), and where an op says so in intermediate roundings (bf16
+ * attention on the tensor cores), so results agree to rounding, not bit for
+ * bit. Ops queue work on the device's compute stream and do not synchronise,
+ * except the ones that return a value to the host (op_sumsq). ops_cuda.cu
+ * also exports ops_cuda_simple, the straightforward kernels its fast ones
+ * replaced, with the same semantics (tests and tests/bench_ops.c declare it).
  *
  * Types. `t` is the storage type of activations and working weights:
  * DT_F32, or DT_BF16 stored as bf16_t. Everything is COMPUTED in fp32:
@@ -76,7 +79,9 @@ typedef struct {
      * (tensor-parallel ranks then sum their outputs: Megatron's vocab-parallel
      * embedding). backward: dtable[tokens[n] - v0] += dout[n] for the tokens
      * in the shard (fp32 dtable), rows added in order of n (deterministic;
-     * repeated tokens sum). */
+     * repeated tokens sum). The CUDA backend sorts the tokens with their
+     * positions and adds each distinct row's gradients in one block, in that
+     * order. */
     void (*embedding_forward)(const device_t *d, dtype_t t, const int *tokens, const void *table,
                               void *out, int N, int C, int v0, int Vs);
     void (*embedding_backward)(const device_t *d, dtype_t t, const int *tokens, const void *dout,
@@ -136,9 +141,23 @@ typedef struct {
      *   p_ij = exp(s_ij - lse_i)      D_i = sum_c dout_i[c] out_i[c]
      *   dv_j += sum_i p_ij dout_i     ds_ij = p_ij (dout_i . v_j - D_i)
      *   dq_i += sum_j ds_ij k_j / sqrt(hd)     dk_j += sum_i ds_ij q_i / sqrt(hd)
-     * The CPU backend materialises the (Tq, Tk) scores of one head at a time and
-     * uses sgemm for q k^T, p v and the four backward products; it recomputes p
-     * from lse in the backward pass (nothing but lse is saved). */
+     * Both backends recompute p from lse in the backward pass (nothing but lse
+     * is saved) and give the same result run after run (no atomics):
+     * - CPU: blockwise with an online softmax (FlashAttention's recurrence):
+     *   chunks of 64 query rows against blocks of 128 keys, only the blocks a
+     *   chunk can see, sgemm for q k^T, p v and the four backward products;
+     *   scratch memory linear in Tq and Tk.
+     * - CUDA, bf16 storage with hd = 16, 32, 64 or 128: flash attention on the
+     *   tensor cores (WMMA, bf16 operands, fp32 accumulation), one launch for
+     *   all heads and sequences; tiles of 64 queries and 64 keys, fully masked
+     *   tiles skipped, no score matrix in global memory; the backward is two
+     *   kernels (dk and dv per key tile, dq per query tile), so each output
+     *   has one writer. p and ds are rounded to bf16 for the tensor-core
+     *   products, as in FlashAttention (relative 2^-9 per term, inside fp32
+     *   sums): bf16 results agree with the CPU's to two bf16 roundings, not one.
+     * - CUDA otherwise (fp32 storage, other head dims): inputs widened to fp32,
+     *   cuBLAS per query head on a (B, Tq, Tk) fp32 score matrix in scratch
+     *   memory, and a softmax kernel; exact to fp32 rounding, memory quadratic. */
     void (*attn_forward)(const device_t *d, dtype_t t, const void *q, const void *k, const void *v,
                          void *out, float *lse, int B, int Tq, int Tk, int H, int KV, int hd,
                          int q_pos0, int k_pos0);

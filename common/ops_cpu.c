@@ -22,7 +22,7 @@
 
 /* ---- scratch --------------------------------------------------------------- */
 enum { SCR_A, SCR_B, SCR_C, SCR_Q, SCR_K, SCR_V, SCR_O, SCR_DO, SCR_DQ, SCR_DK, SCR_DV,
-       SCR_S, SCR_P, SCR_COUNT };
+       SCR_S, SCR_P, SCR_ROW, SCR_COUNT };
 static float *scr_buf[SCR_COUNT];
 static size_t scr_len[SCR_COUNT];
 
@@ -290,16 +290,33 @@ static void cpu_rope(const device_t *d, dtype_t t, void *x, const float *cs, int
         }
 }
 
-/* ---- attention ------------------------------------------------------------- */
-/* Query rows are processed in chunks of QCHUNK: a chunk only multiplies
- * against the keys its last row can see, so causal attention costs about
- * half of the full square, with sgemm doing all four (six) products. */
+/* ---- attention -------------------------------------------------------------
+ * Blockwise, so that memory is linear in the sequence length: FlashAttention's
+ * recurrence (Dao et al. 2022) with sgemm on blocks. Query rows go in chunks
+ * of QCHUNK and keys in blocks of KCHUNK; a chunk visits only the key blocks
+ * its last row can see (causal attention costs about half the full square),
+ * keeping per row a running max m, sum l and unnormalised output o:
+ *   s = q k^T / sqrt(hd)                  (sgemm, QCHUNK x KCHUNK)
+ *   m' = max(m, max_j s_j)                p_j = exp(s_j - m')
+ *   l = l e^(m - m') + sum_j p_j          o = o e^(m - m') + p v   (sgemm)
+ * and at the end out = o / l, lse = m + log l. Scratch is QCHUNK x KCHUNK
+ * scores and a few numbers per row, whatever Tq and Tk (bf16 inputs are also
+ * widened to fp32 copies, linear in the length). The backward pass recomputes
+ * p = exp(s - lse) per block from the saved lse, and accumulates the four
+ * products of each block with sgemm. */
 #define QCHUNK 64
+#define KCHUNK 128
 
 /* Keys [0, n) of the block that query row i (block-relative) may see: n = 0 if none. */
 static inline int visible_keys(int i, int Tk, int q_pos0, int k_pos0) {
     int n = q_pos0 + i - k_pos0 + 1;
     return n < 0 ? 0 : (n > Tk ? Tk : n);
+}
+
+/* Keys of block [j0, j0 + kn) that query row i sees: [j0, j0 + n). */
+static inline int block_visible(int i, int j0, int kn, int Tk, int q_pos0, int k_pos0) {
+    int n = visible_keys(i, Tk, q_pos0, k_pos0) - j0;
+    return n < 0 ? 0 : (n > kn ? kn : n);
 }
 
 static void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const void *k,
@@ -310,7 +327,8 @@ static void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const 
     const float *K = widen_all(SCR_K, k, t, (size_t)B * Tk * KV * hd);
     const float *Vv = widen_all(SCR_V, v, t, (size_t)B * Tk * KV * hd);
     float *O = t == DT_F32 ? (float *)out : scratch(SCR_O, (size_t)B * Tq * H * hd);
-    float *S = scratch(SCR_S, (size_t)QCHUNK * Tk);
+    float *S = scratch(SCR_S, (size_t)QCHUNK * KCHUNK);
+    float *m = scratch(SCR_ROW, 2 * QCHUNK), *l = m + QCHUNK;
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = H / KV, ldq = H * hd, ldk = KV * hd;
     for (int b = 0; b < B; b++)
@@ -321,34 +339,44 @@ static void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const 
             float *Oh = O + (size_t)b * Tq * ldq + (size_t)h * hd;
             float *L = lse + ((size_t)b * H + h) * Tq;
             for (int r0 = 0; r0 < Tq; r0 += QCHUNK) {
-                int rows = Tq - r0 < QCHUNK ? Tq - r0 : QCHUNK;
-                int nk = visible_keys(r0 + rows - 1, Tk, q_pos0, k_pos0);
-                if (nk == 0) {   /* the whole chunk sees nothing */
-                    for (int i = 0; i < rows; i++) {
-                        L[r0 + i] = -INFINITY;
-                        memset(Oh + (size_t)(r0 + i) * ldq, 0, (size_t)hd * sizeof(float));
-                    }
-                    continue;
-                }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd, scale,
-                            Qh + (size_t)r0 * ldq, ldq, Kh, ldk, 0.0f, S, nk);
+                const int rows = Tq - r0 < QCHUNK ? Tq - r0 : QCHUNK;
+                const int nk = visible_keys(r0 + rows - 1, Tk, q_pos0, k_pos0);
+                float *Oc = Oh + (size_t)r0 * ldq;
                 for (int i = 0; i < rows; i++) {
-                    float *s = S + (size_t)i * nk;
-                    int n = visible_keys(r0 + i, Tk, q_pos0, k_pos0);
-                    if (n == 0) {
-                        L[r0 + i] = -INFINITY;
-                        memset(s, 0, (size_t)nk * sizeof(float));
-                        continue;
-                    }
-                    float mx = vmax(s, n);
-                    for (int j = 0; j < n; j++) s[j] = vexp(s[j] - mx);
-                    float sum = vsum(s, n), inv = 1.0f / sum;
-                    for (int j = 0; j < n; j++) s[j] *= inv;
-                    for (int j = n; j < nk; j++) s[j] = 0.0f;
-                    L[r0 + i] = mx + logf(sum);
+                    m[i] = -INFINITY;
+                    l[i] = 0.0f;
+                    memset(Oc + (size_t)i * ldq, 0, (size_t)hd * sizeof(float));
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, nk, 1.0f, S, nk,
-                            Vh, ldk, 0.0f, Oh + (size_t)r0 * ldq, ldq);
+                for (int j0 = 0; j0 < nk; j0 += KCHUNK) {
+                    const int kn = nk - j0 < KCHUNK ? nk - j0 : KCHUNK;
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kn, hd, scale,
+                                Qh + (size_t)r0 * ldq, ldq, Kh + (size_t)j0 * ldk, ldk, 0.0f, S, kn);
+                    for (int i = 0; i < rows; i++) {
+                        float *s = S + (size_t)i * kn, *o = Oc + (size_t)i * ldq;
+                        const int n = block_visible(r0 + i, j0, kn, Tk, q_pos0, k_pos0);
+                        for (int j = n; j < kn; j++) s[j] = 0.0f;      /* masked: p = 0 */
+                        if (n == 0) continue;                          /* m, l, o unchanged */
+                        const float mx = vmax(s, n), m_new = mx > m[i] ? mx : m[i];
+                        const float alpha = m[i] == -INFINITY ? 0.0f : vexp(m[i] - m_new);
+                        for (int j = 0; j < n; j++) s[j] = vexp(s[j] - m_new);
+                        l[i] = l[i] * alpha + vsum(s, n);
+                        m[i] = m_new;
+                        if (alpha != 1.0f)
+                            for (int c = 0; c < hd; c++) o[c] *= alpha;
+                    }
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, kn, 1.0f, S,
+                                kn, Vh + (size_t)j0 * ldk, ldk, 1.0f, Oc, ldq);
+                }
+                for (int i = 0; i < rows; i++) {
+                    float *o = Oc + (size_t)i * ldq;
+                    if (l[i] == 0.0f) {                    /* the row saw no key */
+                        L[r0 + i] = -INFINITY;
+                        continue;                          /* o is still 0 */
+                    }
+                    const float inv = 1.0f / l[i];
+                    for (int c = 0; c < hd; c++) o[c] *= inv;
+                    L[r0 + i] = m[i] + logf(l[i]);
+                }
             }
         }
     if (t != DT_F32) narrow_all(out, O, t, (size_t)B * Tq * H * hd);
@@ -391,8 +419,9 @@ static void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const
     float *dQ = widen_all(SCR_DQ, dq, t, nq);
     float *dK = widen_all(SCR_DK, dk, t, nkv);
     float *dV = widen_all(SCR_DV, dv, t, nkv);
-    float *P = scratch(SCR_P, (size_t)QCHUNK * Tk);
-    float *dS = scratch(SCR_S, (size_t)QCHUNK * Tk);
+    float *P = scratch(SCR_P, (size_t)QCHUNK * KCHUNK);
+    float *dS = scratch(SCR_S, (size_t)QCHUNK * KCHUNK);
+    float *D = scratch(SCR_ROW, QCHUNK);
     const float scale = 1.0f / sqrtf((float)hd);
     const int group = H / KV, ldq = H * hd, ldk = KV * hd;
     for (int b = 0; b < B; b++)
@@ -405,32 +434,35 @@ static void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const
                 int nk = visible_keys(r0 + rows - 1, Tk, q_pos0, k_pos0);
                 if (nk == 0) continue;
                 size_t qc = qo + (size_t)r0 * ldq;
-                /* p = exp(s - lse), recomputed from q, k and the saved lse */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd, scale, Q + qc, ldq,
-                            K + ko, ldk, 0.0f, P, nk);
-                /* dp = dout v^T */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd, 1.0f, dO + qc, ldq,
-                            Vv + ko, ldk, 0.0f, dS, nk);
-                for (int i = 0; i < rows; i++) {
-                    float *p = P + (size_t)i * nk, *ds = dS + (size_t)i * nk;
-                    int n = visible_keys(r0 + i, Tk, q_pos0, k_pos0);
-                    float l = L[r0 + i];
-                    if (n == 0 || l == -INFINITY) n = 0;
-                    const float *oi = O + qc + (size_t)i * ldq, *doi = dO + qc + (size_t)i * ldq;
-                    const float D = vdot(doi, oi, hd);
-                    for (int j = 0; j < n; j++) {
-                        p[j] = vexp(p[j] - l);
-                        ds[j] = p[j] * (ds[j] - D);
+                for (int i = 0; i < rows; i++)   /* D_i = dout_i . out_i */
+                    D[i] = vdot(dO + qc + (size_t)i * ldq, O + qc + (size_t)i * ldq, hd);
+                for (int j0 = 0; j0 < nk; j0 += KCHUNK) {
+                    const int kn = nk - j0 < KCHUNK ? nk - j0 : KCHUNK;
+                    const size_t kc = ko + (size_t)j0 * ldk;
+                    /* p = exp(s - lse), recomputed from q, k and the saved lse */
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kn, hd, scale,
+                                Q + qc, ldq, K + kc, ldk, 0.0f, P, kn);
+                    /* dp = dout v^T */
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, kn, hd, 1.0f,
+                                dO + qc, ldq, Vv + kc, ldk, 0.0f, dS, kn);
+                    for (int i = 0; i < rows; i++) {
+                        float *p = P + (size_t)i * kn, *ds = dS + (size_t)i * kn;
+                        const float l = L[r0 + i];
+                        const int n = l == -INFINITY ? 0 : block_visible(r0 + i, j0, kn, Tk, q_pos0, k_pos0);
+                        for (int j = 0; j < n; j++) {
+                            p[j] = vexp(p[j] - l);
+                            ds[j] = p[j] * (ds[j] - D[i]);
+                        }
+                        for (int j = n; j < kn; j++) { p[j] = 0.0f; ds[j] = 0.0f; }
                     }
-                    for (int j = n; j < nk; j++) { p[j] = 0.0f; ds[j] = 0.0f; }
+                    /* dv += p^T dout;  dq += scale ds k;  dk += scale ds^T q */
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hd, rows, 1.0f, P, kn,
+                                dO + qc, ldq, 1.0f, dV + kc, ldk);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, kn, scale, dS,
+                                kn, K + kc, ldk, 1.0f, dQ + qc, ldq);
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hd, rows, scale, dS,
+                                kn, Q + qc, ldq, 1.0f, dK + kc, ldk);
                 }
-                /* dv += p^T dout;  dq += scale ds k;  dk += scale ds^T q */
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, rows, 1.0f, P, nk,
-                            dO + qc, ldq, 1.0f, dV + ko, ldk);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, nk, scale, dS, nk,
-                            K + ko, ldk, 1.0f, dQ + qc, ldq);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, rows, scale, dS, nk,
-                            Q + qc, ldq, 1.0f, dK + ko, ldk);
             }
         }
     if (t != DT_F32) {

@@ -7,10 +7,10 @@
  * every track a thread inside it ("compute", "comm", ...), so communication
  * spans sit right under the compute they overlap.
  *
- *   trace_init("ddp.json", 0);                // before the steps
  *   int comm = trace_track("comm");
+ *   trace_init(MPI_COMM_WORLD, "ddp.json", 0);   // collective, before the steps
  *   double t0 = now_s();  ...work...  trace_span(comm, "allreduce b3", t0, now_s());
- *   trace_write(MPI_COMM_WORLD);             // collective
+ *   trace_write();                               // collective
  *
  * Times are now_s() seconds (device.h: monotonic wall clock); each rank's
  * times are shifted by its clock at trace_init, which is called after a

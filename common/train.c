@@ -136,7 +136,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
                                .ffn = o->ffn ? o->ffn : model_default_ffn(o->dim), .seq = o->seq};
     o->ffn = tr->cfg.ffn;
     model_config_check(&tr->cfg);
-    tr->dtype = strcmp(o->dtype, "bf16") == 0 ? DT_BF16 : DT_F32;
+    tr->dtype = dtype_parse(o->dtype);
 }
 
 /* ---- set-up -------------------------------------------------------------------------- */
@@ -343,7 +343,10 @@ static void save_checkpoint(train_t *tr, long step) {
         long long room = ckpt_free_bytes(o->ckpt_dir);
         if (room >= 0 && room < total) {   /* make room: keep one fewer old checkpoint */
             ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
+            long long before = room;
             room = ckpt_free_bytes(o->ckpt_dir);
+            say("ckpt:    %.2f MB free, %.2f MB needed: removed the oldest checkpoint first (%.2f MB free now)\n",
+                before / 1e6, total / 1e6, room / 1e6);
         }
         if (room >= 0 && room < total)
             die("not enough space in %s for the checkpoint of step %ld: it needs %.1f MB, %.1f MB "

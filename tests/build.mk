@@ -116,5 +116,12 @@ ifneq ($(wildcard 07_pipeline/main.c),)
 $(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/schedule.c 07_pipeline/executor.c))
 endif
 
-all: $(EMU_TARGETS)
 -include $(shell find $(EMU) -name '*.d' 2>/dev/null)
+
+# ---- the ops benchmark (tests/bench_ops.c) ------------------------------------------
+# build/tests/bench_ops --device cuda times every op at the H100 trainer's
+# shapes, fast kernels beside simple ones; build/emu/bench_ops is its twin on
+# the emulator (tiny shapes only: a smoke test that it runs and checks).
+TEST_PROGRAMS += build/tests/bench_ops
+build/tests/bench_ops: $(call objects,tests/bench_ops.c)
+$(eval $(call emu_program,bench_ops,tests/bench_ops.c))

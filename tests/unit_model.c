@@ -312,9 +312,11 @@ static void attn_reference(const attn_ctx *c, double *out, double *lse) {
 TEST(model_op_attention_forward_matches_causal_softmax_with_grouped_heads) {
     setup();
     /* whole sequence; then a query block whose keys lie partly in its past;
-     * then one whose keys are all in its future (nothing visible) */
-    int blocks[3][4] = {{70, 70, 0, 0}, {9, 13, 20, 15}, {5, 6, 3, 10}};
-    for (int s = 0; s < 3; s++) {
+     * then one whose keys are all in its future (nothing visible); then
+     * lengths that cross the CPU backend's blocks of 64 query rows and 128
+     * keys, causal and with every key visible */
+    int blocks[5][4] = {{70, 70, 0, 0}, {9, 13, 20, 15}, {5, 6, 3, 10}, {200, 200, 0, 0}, {9, 140, 200, 0}};
+    for (int s = 0; s < 5; s++) {
         attn_ctx c = {2, blocks[s][0], blocks[s][1], 4, 2, 4, blocks[s][2], blocks[s][3],
                       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         attn_alloc(&c);
@@ -340,10 +342,10 @@ TEST(model_op_attention_forward_matches_causal_softmax_with_grouped_heads) {
 TEST(model_op_attention_backward_matches_finite_differences) {
     setup();
     /* 70 query rows cross the CPU backend's 64-row chunks; 4 query heads
-     * share 2 kv heads; odd lengths; and a query block against a shifted
-     * key block (context parallelism's case) */
-    int blocks[2][4] = {{70, 70, 0, 0}, {9, 13, 20, 15}};
-    for (int s = 0; s < 2; s++) {
+     * share 2 kv heads; odd lengths; a query block against a shifted key
+     * block (context parallelism's case); 140 keys cross its 128-key blocks */
+    int blocks[3][4] = {{70, 70, 0, 0}, {9, 13, 20, 15}, {9, 140, 200, 0}};
+    for (int s = 0; s < 3; s++) {
         attn_ctx c = {1, blocks[s][0], blocks[s][1], 4, 2, 4, blocks[s][2], blocks[s][3],
                       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         attn_alloc(&c);
