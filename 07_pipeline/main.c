@@ -50,8 +50,11 @@ static void stage_layers(char *buf, size_t len, int P, int V, int L, int st) {
     buf[0] = 0;
     for (int c = 0; c < V; c++) {
         int vs = c * P + st, a = vs * per, b = a + per - 1;
-        n += snprintf(buf + n, len - (size_t)n, "%s%slayers %d-%d%s", c ? ", " : "", vs == 0 ? "embedding + " : "",
-                      a, b, vs == P * V - 1 ? " + head" : "");
+        char lay[32];
+        if (a == b) snprintf(lay, sizeof lay, "layer %d", a);
+        else snprintf(lay, sizeof lay, "layers %d-%d", a, b);
+        n += snprintf(buf + n, len - (size_t)n, "%s%s%s%s", c ? ", " : "", vs == 0 ? "embedding + " : "", lay,
+                      vs == P * V - 1 ? " + head" : "");
         if ((size_t)n >= len) break;
     }
 }

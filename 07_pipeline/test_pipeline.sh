@@ -98,6 +98,15 @@ numbers)  # NP [FLAGS...]: every number the summary prints against its formula o
             exit bad
         }' "$dir/a.log"
     ;;
+csv)  # every number of the step lines and the CSV rows, recomputed (tests/check_trainer_csv.py),
+     # and the CSV's bubble column is the step line's
+    run 2 "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 5 --micro 4 --replay none --peak 0.05 --csv "$dir/a.csv"
+    python3 tests/check_trainer_csv.py "$dir/a.log" "$dir/a.csv" --peak 0.05
+    paste -d' ' <(grep '^step ' "$dir/a.log" | sed 's/.*bubble \([0-9.]*\)%.*/\1/') \
+                <(tail -n +2 "$dir/a.csv" | cut -d, -f11) |
+        awk '{ if ($1 - 100 * $2 > 0.051 || 100 * $2 - $1 > 0.051) { print "error: step line bubble " $1 "%, CSV " $2; bad = 1 } n++ }
+             END { if (n != 5) { print "error: " n " steps"; bad = 1 } else print "bubble: the 5 step lines and CSV rows agree"; exit bad }'
+    ;;
 replay)  # the replay with the measured action times reproduces each stage's busy time and the step
     run 2 "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 4 --micro 4 --schedule gpipe --replay none \
         --bubble-csv "$dir/b.csv" --gantt-csv "$dir/g.csv"
