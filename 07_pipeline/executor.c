@@ -420,15 +420,24 @@ void pipe_report_free(pipe_report_t *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* Every layer has the same shapes: each costs the mean of the measured
+ * layers (so that a slower core or a busier moment of one stage in the run
+ * does not become one stage's property in the replay); the embedding and the
+ * head keep their own times. */
 void pipe_costs_from_layers(const pipe_report_t *r, int P, int V, double *fwd, double *bwd) {
     int per = r->L / (P * V), last = P * V - 1;
     if (per < 1 || r->L % (P * V)) die("pipeline: %d layers do not cut into %d x %d chunks", r->L, P, V);
+    double lf = 0, lb = 0;
+    for (int l = 0; l < r->L; l++) {
+        lf += r->layer_fwd[l] / r->L;
+        lb += r->layer_bwd[l] / r->L;
+    }
     for (int s = 0; s < P; s++)
         for (int c = 0; c < V; c++) {
             int vs = c * P + s;
-            double f = vs == 0 ? r->emb_fwd : 0, b = vs == 0 ? r->emb_bwd : 0;
+            double f = per * lf, b = per * lb;
+            if (vs == 0) { f += r->emb_fwd; b += r->emb_bwd; }
             if (vs == last) { f += r->head_fwd; b += r->head_bwd; }
-            for (int l = vs * per; l < (vs + 1) * per; l++) { f += r->layer_fwd[l]; b += r->layer_bwd[l]; }
             fwd[s * V + c] = f;
             bwd[s * V + c] = b;
         }

@@ -123,8 +123,9 @@ void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int re
 void pipe_report_free(pipe_report_t *r);
 
 /* Replay costs for P stages x V chunks of the same model built from the
- * measured layer times (plus the embedding on virtual stage 0 and the head on
- * the last): fwd and bwd must hold P V entries. Needs L % (P V) == 0. */
+ * measured times: L / (P V) layers of the mean measured layer time, plus the
+ * embedding on virtual stage 0 and the head on the last; fwd and bwd must
+ * hold P V entries. Needs L % (P V) == 0. */
 void pipe_costs_from_layers(const pipe_report_t *r, int P, int V, double *fwd, double *bwd);
 
 #ifdef __cplusplus

@@ -198,7 +198,8 @@ int main(int argc, char **argv) {
         "formula; data-parallel replicas of the pipeline with --dp.", flags, ARRAY_LEN(flags)};
     train_t tr;
     train_defaults(&tr);
-    tr.o.micro = 8;
+    tr.o.micro = 8;    /* the pipeline's defaults: 8 micro-batches, 8 layers (2, 4 or 8 stages) */
+    tr.o.layers = 8;
     train_init(&tr, &argc, &argv, &prog);
 
     int world = tr.dist.world, L = tr.cfg.layers, M = tr.o.micro;
