@@ -176,11 +176,11 @@ static void summary(pipeline_t *p, train_t *tr) {
 }
 
 int main(int argc, char **argv) {
-    pipeline_t p = {.schedule = "1f1b", .replay = "4,8"};
+    pipeline_t p = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
     arg_t flags[] = {
         {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
         {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
-        {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 0, 1e6},
+        {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
         {"show-schedule", ARG_FLAG, &p.show, "print the schedule as a grid, check it, and exit", NULL, 0, 0},
         {"replay", ARG_STRING, &p.replay, "also replay the schedule at these stage counts from the measured layer times (none: no others)", NULL, 0, 0},
@@ -204,7 +204,6 @@ int main(int argc, char **argv) {
 
     int world = tr.dist.world, L = tr.cfg.layers, M = tr.o.micro;
     pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p.schedule);
-    if (p.dp < 1) p.dp = 1;
     if (p.stages < 1) p.stages = p.show ? 1 : world / p.dp;
     int P = p.stages, V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
     char why[200];
