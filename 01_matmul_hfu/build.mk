@@ -6,3 +6,11 @@ PROGRAMS += 01_matmul_hfu/hfu
 # Unit tests: the kernels, the checker and the MLP, without the program.
 TEST_PROGRAMS += build/tests/unit_hfu
 build/tests/unit_hfu: $(call objects,tests/unit_hfu.c $(filter-out 01_matmul_hfu/main.c,$(HFU_SRCS)))
+
+# The exercises' numeric answers (README.md, "Exercises"), from
+# 01_matmul_hfu/answers.txt: make check-exercises (every chapter) or
+# make check-exercises-01.
+check-exercises: check-exercises-01
+check-exercises-01: 01_matmul_hfu/hfu
+	@bash 01_matmul_hfu/check_exercises.sh
+.PHONY: check-exercises check-exercises-01

@@ -59,6 +59,8 @@ void matmul_cublas_f32(const device_t *d, const float *A, const float *B, float 
 /* bf16 inputs, fp32 accumulation and output, on the tensor cores. */
 void matmul_cublas_bf16(const device_t *d, const bf16_t *A, const bf16_t *B, float *C,
                         int m, int n, int k);
+/* Free memory on the GPU, bytes (decides whether the default sweep reaches 32K). */
+size_t matmul_cuda_free_bytes(const device_t *d);
 #endif
 
 /* ---- checking against double precision (matmul_check.c) ----------------

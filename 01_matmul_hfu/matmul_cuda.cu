@@ -111,3 +111,10 @@ extern "C" void matmul_cublas_bf16(const device_t *d, const bf16_t *A, const bf1
                               B, CUDA_R_16BF, n, A, CUDA_R_16BF, k, &zero, C, CUDA_R_32F, n,
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
+
+extern "C" size_t matmul_cuda_free_bytes(const device_t *d) {
+    (void)d;   /* the current device is d's (device_init set it) */
+    size_t free_bytes = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    return free_bytes;
+}

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "dtype.h"
 #include "matmul.h"
+#include "ops.h"
 
 void mlp_data_init(mlp_data_t *m, int B, int D, int H, unsigned long long seed) {
     m->B = B; m->D = D; m->H = H;
@@ -106,11 +107,28 @@ void mlp_cpu_init(mlp_cpu_t *c, const mlp_data_t *m) {
     c->y = xmalloc(sizeof(float) * (long)m->B * m->D);
     c->dy = xmalloc(sizeof(float) * (long)m->B * m->D);
     mlp_grads_alloc(&c->g, m->B, m->D, m->H);
+    const size_t DH = (size_t)m->D * m->H;
+    c->m1 = xcalloc(DH, sizeof(float));
+    c->v1 = xcalloc(DH, sizeof(float));
+    c->m2 = xcalloc(DH, sizeof(float));
+    c->v2 = xcalloc(DH, sizeof(float));
+    c->steps = 0;
 }
 
 void mlp_cpu_free(mlp_cpu_t *c) {
     free(c->h); free(c->dh); free(c->y); free(c->dy);
+    free(c->m1); free(c->v1); free(c->m2); free(c->v2);
     mlp_grads_free(&c->g);
+}
+
+void mlp_cpu_update(mlp_cpu_t *c, const device_t *d) {
+    const mlp_data_t *m = c->data;
+    const size_t DH = (size_t)m->D * m->H;
+    c->steps++;
+    op_adamw(d, m->W1, c->m1, c->v1, c->g.dW1, NULL, DT_F32, DH, MLP_LR, MLP_BETA1, MLP_BETA2,
+             MLP_EPS, 0.0f, 1.0f, c->steps);
+    op_adamw(d, m->W2, c->m2, c->v2, c->g.dW2, NULL, DT_F32, DH, MLP_LR, MLP_BETA1, MLP_BETA2,
+             MLP_EPS, 0.0f, 1.0f, c->steps);
 }
 
 /* Row-major C (M, N) = op(A) op(B), op = transpose when the flag says so. */

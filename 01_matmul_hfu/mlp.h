@@ -12,7 +12,11 @@
  *     al. 2020, "Scaling laws for neural language models", section 2.1)
  * MFU = 6 B P / step time / peak. The elementwise work (relu, the loss
  * gradient, the mask) costs time but no model FLOPs, which is one reason a
- * model's MFU sits below the HFU of its biggest matmul. */
+ * model's MFU sits below the HFU of its biggest matmul.
+ *
+ * A training step also updates the weights, and the lecture's MFU divides by
+ * the time of the whole step: the update is AdamW (op_adamw in ops.h) on W1
+ * and W2, timed with the step; it adds time and no model FLOPs. */
 #ifndef MLP_H
 #define MLP_H
 
@@ -42,22 +46,37 @@ typedef struct { float *dW1, *dW2, *dx; } mlp_grads_t;
  * dy, dh, dx) is rounded to bf16 where that path rounds it. Returns L. */
 double mlp_reference(const mlp_data_t *m, int bf16, mlp_grads_t *out);
 
-/* One forward + backward on the CPU with OpenBLAS sgemm, fp32. */
+/* The update: AdamW with Llama's betas, no weight decay (the MLP has no
+ * norms or embeddings to exempt, and none is needed to show the cost). */
+#define MLP_LR 1e-3f
+#define MLP_BETA1 0.9f
+#define MLP_BETA2 0.95f
+#define MLP_EPS 1e-8f
+
+/* One forward + backward on the CPU with OpenBLAS sgemm, fp32; update moves
+ * the weights (in the mlp_data_t) by AdamW with the gradients of the last
+ * step. */
 typedef struct {
     const mlp_data_t *data;
     float *h, *y, *dy, *dh;   /* (B,H) (B,D) (B,D) (B,H) */
     mlp_grads_t g;
+    float *m1, *v1, *m2, *v2; /* AdamW moments of W1 and W2 */
+    int steps;                /* updates so far */
 } mlp_cpu_t;
 void mlp_cpu_init(mlp_cpu_t *c, const mlp_data_t *m);
 double mlp_cpu_step(mlp_cpu_t *c);      /* returns L */
+void mlp_cpu_update(mlp_cpu_t *c, const device_t *d);
 void mlp_cpu_free(mlp_cpu_t *c);
 
 #ifdef USE_CUDA
 /* The same on a GPU: bf16 tensors, cuBLAS bf16 GEMMs with fp32 accumulation,
- * fp32 weight gradients. step queues the work on d->stream and returns. */
+ * fp32 weight gradients; the update keeps fp32 master weights and writes the
+ * bf16 copies the GEMMs read. step and update queue the work on d->stream
+ * and return. */
 typedef struct mlp_cuda mlp_cuda_t;
 mlp_cuda_t *mlp_cuda_init(const device_t *d, const mlp_data_t *m);
 void mlp_cuda_step(mlp_cuda_t *c);
+void mlp_cuda_update(mlp_cuda_t *c);
 void mlp_cuda_grads(mlp_cuda_t *c, mlp_grads_t *out);   /* copies to the host */
 void mlp_cuda_free(mlp_cuda_t *c);
 #endif

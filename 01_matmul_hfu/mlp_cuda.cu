@@ -7,6 +7,7 @@
 #include "cuda_common.cuh"
 #include "dtype.h"
 #include "mlp.h"
+#include "ops.h"
 
 struct mlp_cuda {
     const device_t *d;
@@ -14,6 +15,8 @@ struct mlp_cuda {
     __nv_bfloat16 *x, *t, *W1, *W2;     /* (B,D) (B,D) (D,H) (H,D) */
     __nv_bfloat16 *h, *y, *dy, *dh, *dx;
     float *dW1, *dW2;
+    float *W1m, *W2m, *m1, *v1, *m2, *v2;   /* fp32 master weights, AdamW moments */
+    int steps;
 };
 
 __global__ void relu_kernel(__nv_bfloat16 *h, size_t n) {
@@ -69,6 +72,14 @@ extern "C" mlp_cuda_t *mlp_cuda_init(const device_t *d, const mlp_data_t *m) {
     c->dx = (__nv_bfloat16 *)dev_alloc(d, BD * 2);
     c->dW1 = (float *)dev_alloc(d, DH * 4);
     c->dW2 = (float *)dev_alloc(d, DH * 4);
+    c->W1m = (float *)dev_alloc(d, DH * 4);
+    c->W2m = (float *)dev_alloc(d, DH * 4);
+    dev_from_host(d, c->W1m, m->W1, DH * 4);
+    dev_from_host(d, c->W2m, m->W2, DH * 4);
+    c->m1 = (float *)dev_alloc(d, DH * 4);   /* dev_alloc zeroes */
+    c->v1 = (float *)dev_alloc(d, DH * 4);
+    c->m2 = (float *)dev_alloc(d, DH * 4);
+    c->v2 = (float *)dev_alloc(d, DH * 4);
     CUBLAS_CHECK(cublasSetStream((cublasHandle_t)d->blas, (cudaStream_t)d->stream));
     return c;
 }
@@ -88,6 +99,17 @@ extern "C" void mlp_cuda_step(mlp_cuda_t *c) {
     gemm(c, 0, 1, B, D, H, c->dh, c->W1, c->dx, CUDA_R_16BF);    /* dx (B,D) = dh W1^T */
 }
 
+/* AdamW on the fp32 masters; the bf16 weights the GEMMs read are rewritten
+ * from them in the same kernel. */
+extern "C" void mlp_cuda_update(mlp_cuda_t *c) {
+    const size_t DH = (size_t)c->D * c->H;
+    c->steps++;
+    op_adamw(c->d, c->W1m, c->m1, c->v1, c->dW1, c->W1, DT_BF16, DH, MLP_LR, MLP_BETA1, MLP_BETA2,
+             MLP_EPS, 0.0f, 1.0f, c->steps);
+    op_adamw(c->d, c->W2m, c->m2, c->v2, c->dW2, c->W2, DT_BF16, DH, MLP_LR, MLP_BETA1, MLP_BETA2,
+             MLP_EPS, 0.0f, 1.0f, c->steps);
+}
+
 extern "C" void mlp_cuda_grads(mlp_cuda_t *c, mlp_grads_t *out) {
     const size_t BD = (size_t)c->B * c->D, DH = (size_t)c->D * c->H;
     dev_to_host(c->d, out->dW1, c->dW1, DH * 4);
@@ -99,7 +121,8 @@ extern "C" void mlp_cuda_grads(mlp_cuda_t *c, mlp_grads_t *out) {
 }
 
 extern "C" void mlp_cuda_free(mlp_cuda_t *c) {
-    void *bufs[] = {c->x, c->t, c->W1, c->W2, c->h, c->y, c->dy, c->dh, c->dx, c->dW1, c->dW2};
+    void *bufs[] = {c->x, c->t, c->W1, c->W2, c->h, c->y, c->dy, c->dh, c->dx, c->dW1, c->dW2,
+                    c->W1m, c->W2m, c->m1, c->v1, c->m2, c->v2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) dev_free(c->d, bufs[i]);
     free(c);
 }

@@ -1,7 +1,11 @@
-# allreduce.gp: all-reduce bus bandwidth against message size, one line per
-# algorithm (and per rank count and dtype when the CSV holds several).
+# allreduce.gp: all-reduce bus bandwidth against message size, one colour
+# per algorithm (and per rank count and dtype when the CSV holds several):
+# the median of the repeats as points, the fastest and slowest repeat as a
+# bar, and the alpha-beta model's prediction for that algorithm as a dashed
+# line of the same colour.
 #   gnuplot -e "csv='plots/data/allreduce.csv'; out='plots/allreduce.png'" 02_allreduce/allreduce.gp
-# Columns: op,algo,ranks,bytes,count,dtype,time_us,algbw_gbs,busbw_gbs,wrong
+# Columns: op,algo,ranks,bytes,count,dtype,time_us,time_min_us,time_max_us,
+#          algbw_gbs,busbw_gbs,model_us,wrong
 load 'plots/style.gp'
 
 # The series in the file, in order of first appearance: algo, ranks, dtype.
@@ -25,9 +29,15 @@ set xtics 4
 set yrange [0:*]
 set label 1 "latency-bound" at graph 0.03, graph 0.93 tc rgb "#777777"
 set label 2 "bandwidth-bound" right at graph 0.97, graph 0.93 tc rgb "#777777"
+set label 3 "points: median of the repeats; bars: fastest and slowest repeat; dashed: the alpha-beta model" \
+    at graph 0.01, graph -0.13 tc rgb "#555555" font ",10"
+set bmargin 5
 
-# smooth unique: sorted by size, repeated runs of one size averaged
-plot for [i=1:n] csv using \
-    ((strcol(1) eq "allreduce" && strcol(2) eq word(algos, i) && \
-      strcol(3) eq word(ranks, i) && strcol(6) eq word(dtypes, i)) ? $4 : NaN):9 \
-    smooth unique with linespoints ls i title label(i)
+# Each series reads only its own rows, sorted by size.
+rows(i) = sprintf("< awk -F, '$1 == \"allreduce\" && $2 == \"%s\" && $3 == \"%s\" && $6 == \"%s\"' '%s' | sort -t, -k4,4n", \
+                  word(algos, i), word(ranks, i), word(dtypes, i), csv)
+# busbw scales as 1 / time: the bar's ends and the model's line follow from it
+plot for [i=1:n] rows(i) using 4:11:($11 * $7 / $9):($11 * $7 / $8) \
+         with yerrorlines ls i title label(i), \
+     for [i=1:n] rows(i) using 4:((strcol(12) ne "nan" && $12 > 0) ? $11 * $7 / $12 : NaN) \
+         with lines ls i dt 2 lw 1.5 notitle

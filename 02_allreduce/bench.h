@@ -54,6 +54,9 @@ typedef struct {
 
 extern const op_t bench_ops[OPS];
 
+/* alpha (us) and beta (us per byte) of a link or a fitted curve. */
+typedef struct { double alpha_us, beta_us_per_byte; int ok; } ab_fit_t;
+
 /* What an algorithm runs on. */
 typedef struct {
     p2p_comm_t p2p;     /* hand-written algorithms: host memory */
@@ -66,6 +69,13 @@ typedef struct {
     void (*run)(bench_ctx_t *x, const bench_case_t *c, const void *send, void *recv);
     int lib;            /* the library's: runs on device buffers through comm_* */
     int mpi_host;       /* needs the MPI backend on host memory (no NCCL version) */
+    /* The alpha-beta model (Hockney 1994; Thakur, Rabenseifner & Gropp
+     * 2005): a message of m bytes takes alpha + m beta on a link (measured by
+     * bench_pingpong). The predicted time of one call, us, for c->bytes on
+     * c->world ranks with messages cut in chunks of chunk_bytes: the sum over
+     * the steps that follow one another on the busiest rank. NULL: no model
+     * (the library's algorithm is its own choice). */
+    double (*model)(const bench_case_t *c, ab_fit_t link, size_t chunk_bytes);
 } algo_t;
 
 extern const algo_t bench_algos[];
@@ -85,14 +95,30 @@ size_t bench_check(const bench_case_t *c, const void *recv);
 /* 0 when an exact check is possible (bf16 sums stay <= 256). */
 int bench_check_possible(const bench_case_t *c);
 
-/* Alpha-beta model: time = alpha + bytes x beta, fitted by least squares of
- * the relative error (so the small sizes, which set alpha, count as much as
- * the big ones, which set beta). Both stay >= 0. */
-typedef struct { double alpha_us, beta_us_per_byte; int ok; } ab_fit_t;
+/* Alpha-beta fit: time = alpha + bytes x beta, by least squares of the
+ * relative error (so the small sizes, which set alpha, count as much as the
+ * big ones, which set beta). Both stay >= 0; ok = 0 with fewer than two
+ * sizes. */
 ab_fit_t ab_fit(const double *bytes, const double *time_us, int n);
 static inline double ab_predict(ab_fit_t f, double bytes) {
     return f.alpha_us + f.beta_us_per_byte * bytes;
 }
+
+/* The link's alpha and beta: one-way times of messages from 4 B to 4 MiB
+ * between ranks 0 and 1 (half the fastest of `reps` round trips each),
+ * fitted as above; every rank gets the result. One rank: no link (ok = 0). */
+ab_fit_t bench_pingpong(p2p_comm_t *pc, int reps);
+
+/* Median of n values (n >= 1; the array is sorted in place). */
+double median(double *v, int n);
+
+/* ---- a hang becomes an error ---------------------------------------------------
+ * The program starts check.h's watchdog (--timeout); bench_doing names the
+ * step now running (it formats text: outside timed loops) and watch_tick()
+ * counts a finished call inside them. When no call finishes for the timeout
+ * the watchdog prints "error (rank R): no progress for S s in <the step>"
+ * and ends the job. */
+void bench_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #ifdef __cplusplus
 }

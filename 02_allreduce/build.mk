@@ -6,3 +6,11 @@ PROGRAMS += 02_allreduce/allreduce
 
 TEST_PROGRAMS += build/tests/unit_allreduce
 build/tests/unit_allreduce: $(call objects,tests/unit_allreduce.c $(filter-out 02_allreduce/main.c,$(ALLREDUCE_SRCS)))
+
+# The exercises' numeric answers (README.md, "Exercises"), from
+# 02_allreduce/answers.txt: make check-exercises (every chapter) or
+# make check-exercises-02.
+check-exercises: check-exercises-02
+check-exercises-02:
+	@bash 02_allreduce/check_exercises.sh
+.PHONY: check-exercises check-exercises-02

@@ -8,12 +8,22 @@
  * --iters calls after --warmup untimed ones: the time of one call on the
  * slowest rank (nccl-tests averages over ranks by default; the maximum is the
  * honest figure when, as for gather, the other ranks finish long before the
- * root). After each algorithm's sweep its
- * rows are printed with the alpha-beta model's prediction beside them. */
+ * root). That is repeated --repeat times: the table and the CSV give the
+ * median, and the CSV also the fastest and slowest repeat, so the noise shows.
+ * Beside each row, the alpha-beta model's prediction for the algorithm, from
+ * a ping-pong measurement of the link at start-up; after each algorithm's
+ * sweep, its own alpha-beta fit. A watchdog turns a hang into an error.
+ *
+ * Test-only: ALLREDUCE_TEST_SLOW=RANK:US makes RANK sleep US microseconds
+ * after each timed call, inside the timed region (the time reported must
+ * cover it: it is the slowest rank's); ALLREDUCE_TEST_HANG=RANK makes RANK
+ * stop before its first timed call (the watchdog must report it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "bench.h"
@@ -23,13 +33,32 @@
 #include "dist.h"
 #include "perf.h"
 
-#define CSV_HEADER "op,algo,ranks,bytes,count,dtype,time_us,algbw_gbs,busbw_gbs,wrong"
+#define CSV_HEADER "op,algo,ranks,bytes,count,dtype,time_us,time_min_us,time_max_us,algbw_gbs," \
+                   "busbw_gbs,model_us,wrong"
 
 typedef struct {
     size_t bytes, count;
-    double time_us, algbw, busbw;
-    long long wrong;   /* -1: not checked */
+    double time_us;            /* median over the repeats of the slowest rank's time per call */
+    double time_min, time_max; /* fastest and slowest repeat */
+    double algbw, busbw;       /* from the median */
+    double model_us;           /* alpha-beta prediction; NAN: none */
+    long long wrong;           /* -1: not checked */
 } row_t;
+
+/* The test-only knobs (see the top). */
+static int slow_rank = -1, hang_rank = -1;
+static long slow_us;
+
+static void test_knobs(void) {
+    const char *s = getenv("ALLREDUCE_TEST_SLOW"), *h = getenv("ALLREDUCE_TEST_HANG");
+    if (s && sscanf(s, "%d:%ld", &slow_rank, &slow_us) != 2)
+        usage_error("ALLREDUCE_TEST_SLOW=%s: expected RANK:MICROSECONDS", s);
+    if (h) hang_rank = atoi(h);
+}
+
+static void sleep_us(long us) {
+    nanosleep(&(struct timespec){us / 1000000, (us % 1000000) * 1000}, NULL);
+}
 
 /* Buffers that grow to the largest size asked for. */
 typedef struct { void *p; size_t bytes; int on_dev; } buf_t;
@@ -48,7 +77,9 @@ typedef struct {
     const device_t *dev;
     bench_ctx_t x;
     buf_t hsend, hrecv, dsend, drecv;
-    int iters, warmup, check, corrupt;
+    int iters, warmup, repeat, check, corrupt;
+    ab_fit_t link;     /* the ping-pong's alpha and beta */
+    size_t chunk;      /* bytes */
 } harness_t;
 
 /* One measurement: check, then time. Returns the row (same on every rank). */
@@ -67,6 +98,8 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
     }
     if (bench_ops[c->op].in_place) send = recv;
 
+    bench_doing("%s %s at %zu B on %d ranks (the checked call)", bench_ops[c->op].name, a->name,
+                   c->bytes, c->world);
     a->run(&h->x, c, send, recv);
     dev_sync(h->dev);
     long long wrong = -1;
@@ -81,23 +114,43 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
         MPI_CHECK(MPI_Allreduce(&mine, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     }
 
-    for (int i = 0; i < h->warmup; i++) a->run(&h->x, c, send, recv);
+    bench_doing("%s %s at %zu B on %d ranks (the timed calls)", bench_ops[c->op].name, a->name,
+                   c->bytes, c->world);
+    for (int i = 0; i < h->warmup; i++) {
+        a->run(&h->x, c, send, recv);
+        watch_tick();
+    }
     dev_sync(h->dev);
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    double t0 = now_s();
-    for (int i = 0; i < h->iters; i++) a->run(&h->x, c, send, recv);
-    dev_sync(h->dev);
-    /* the call is done when its slowest rank is: for rooted ops the others
-     * may return long before the root has everything */
-    double mine = (now_s() - t0) / h->iters * 1e6, slowest = 0;
-    MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    if (c->rank == hang_rank)
+        for (;;) pause();   /* ALLREDUCE_TEST_HANG: the others wait for us forever */
+    double per_repeat[64];
+    const int reps = h->repeat < 64 ? h->repeat : 64;
+    for (int rep = 0; rep < reps; rep++) {
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t0 = now_s();
+        for (int i = 0; i < h->iters; i++) {
+            a->run(&h->x, c, send, recv);
+            if (c->rank == slow_rank) sleep_us(slow_us);   /* ALLREDUCE_TEST_SLOW */
+            watch_tick();
+        }
+        dev_sync(h->dev);
+        /* the call is done when its slowest rank is: for rooted ops the others
+         * may return long before the root has everything */
+        double mine = (now_s() - t0) / h->iters * 1e6, slowest = 0;
+        MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+        per_repeat[rep] = slowest;
+    }
 
     row_t r;
     r.bytes = c->bytes;
     r.count = c->bytes / es;
-    r.time_us = slowest;
+    r.time_us = median(per_repeat, reps);   /* sorts per_repeat */
+    r.time_min = per_repeat[0];
+    r.time_max = per_repeat[reps - 1];
     r.algbw = (double)c->bytes / r.time_us / 1e3;   /* GB/s: bytes / (us x 1e3) */
     r.busbw = r.algbw * bench_ops[c->op].busbw_factor(c->world);
+    r.model_us = NAN;
+    if (a->model && h->link.ok) r.model_us = a->model(c, h->link, h->chunk);
     r.wrong = wrong;
     return r;
 }
@@ -112,27 +165,28 @@ static void print_table_head(op_id op, int world, int root) {
         o->busbw_factor(world), world);
     if (op == OP_BROADCAST || op == OP_REDUCE || op == OP_SCATTER || op == OP_GATHER)
         say(", root %d", root);
-    say("\n#%11s %13s %6s %8s %10s %8s %8s %7s   %10s %6s\n", "size", "count", "type", "algo",
-        "time", "algbw", "busbw", "#wrong", "model", "error");
-    say("#%11s %13s %6s %8s %10s %8s %8s %7s   %10s %6s\n", "(B)", "(elements)", "", "",
-        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(%)");
+    say("\n#%11s %13s %6s %8s %10s %6s %8s %8s %7s   %10s %6s\n", "size", "count", "type", "algo",
+        "time", "spread", "algbw", "busbw", "#wrong", "model", "error");
+    say("#%11s %13s %6s %8s %10s %6s %8s %8s %7s   %10s %6s\n", "(B)", "(elements)", "", "",
+        "(us)", "(%)", "(GB/s)", "(GB/s)", "", "(us)", "(%)");
 }
 
+/* A row: the median time, the spread of the repeats ((max - min) / median),
+ * the bandwidths, and the alpha-beta model's prediction with its error. */
 static void print_rows(const char *label, dtype_t dt, const row_t *rows, int n, ab_fit_t fit,
                        double factor) {
     for (int i = 0; i < n; i++) {
         const row_t *r = &rows[i];
-        char wrong[24];
+        char wrong[24], model[24] = "-", err[24] = "-";
         if (r->wrong < 0) snprintf(wrong, sizeof wrong, "N/A");
         else snprintf(wrong, sizeof wrong, "%lld", r->wrong);
-        say("%12zu %13zu %6s %8s %10.2f %8.3f %8.3f %7s", r->bytes, r->count, dtype_name(dt),
-            label, r->time_us, r->algbw, r->busbw, wrong);
-        if (fit.ok) {
-            double m = ab_predict(fit, (double)r->bytes);
-            say("   %10.2f %+6.1f\n", m, m > 0 ? (r->time_us - m) / m * 100 : 0.0);
-        } else {
-            say("\n");
+        if (r->model_us > 0) {
+            snprintf(model, sizeof model, "%.2f", r->model_us);
+            snprintf(err, sizeof err, "%+.0f", (r->time_us - r->model_us) / r->model_us * 100);
         }
+        say("%12zu %13zu %6s %8s %10.2f %6.0f %8.3f %8.3f %7s   %10s %6s\n", r->bytes, r->count,
+            dtype_name(dt), label, r->time_us, (r->time_max - r->time_min) / r->time_us * 100,
+            r->algbw, r->busbw, wrong, model, err);
     }
     if (!fit.ok) {
         say("#   %s: alpha-beta fit needs two sizes or more\n", label);
@@ -151,7 +205,8 @@ int main(int argc, char **argv) {
     common_args_t ca = COMMON_ARGS_DEFAULT;
     size_t minbytes = 4, maxbytes = 64u << 20, chunk = 512u << 10;   /* fits L2 with room to spare */
     double stepfactor = 2;
-    int iters = 20, warmup = 5, root = 0, check_on = 0, check_off = 0, corrupt = 0;
+    int iters = 20, warmup = 5, repeat = 5, root = 0, check_on = 0, check_off = 0, corrupt = 0;
+    double timeout = 60;
     const char *op_s = "allreduce", *algo_s = "all", *dtype_s = "fp32";
     arg_t flags[] = {
         {"op", ARG_CHOICE, &op_s, "collective to measure",
@@ -167,6 +222,10 @@ int main(int argc, char **argv) {
          NULL, 1.01, 1024},
         {"iters", ARG_INT, &iters, "timed calls per size (nccl-tests -n)", NULL, 1, 1e6},
         {"warmup", ARG_INT, &warmup, "untimed calls before timing (nccl-tests -w)", NULL, 0, 1e6},
+        {"repeat", ARG_INT, &repeat, "times the --iters calls are timed: the median is reported, "
+         "and min and max in the CSV", NULL, 1, 64},
+        {"timeout", ARG_DOUBLE, &timeout, "seconds without progress before the watchdog calls it "
+         "a hang and stops the run (0: never)", NULL, 0, 1e6},
         {"root", ARG_INT, &root, "root rank of broadcast, reduce, scatter, gather", NULL, 0, 1e6},
         {"chunk", ARG_BYTES, &chunk, "pipeline chunk of the hand-written algorithms", NULL, 4,
          1073741824.0},
@@ -179,7 +238,8 @@ int main(int argc, char **argv) {
     args_parse(argc, argv, "02_allreduce/allreduce",
                "Collective communication benchmark in the style of nccl-tests: hand-written\n"
                "algorithms over MPI point-to-point beside the library's own, every element\n"
-               "checked exactly, bandwidths as nccl-tests computes them, an alpha-beta fit.",
+               "checked exactly, bandwidths as nccl-tests computes them, the alpha-beta model's\n"
+               "prediction for each algorithm from a ping-pong measurement of the link.",
                flags, ARRAY_LEN(flags));
     if (check_on && check_off) usage_error("--check and --no-check contradict each other");
     if (corrupt && check_off) usage_error("--corrupt needs the check (drop --no-check)");
@@ -187,6 +247,8 @@ int main(int argc, char **argv) {
         usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", minbytes, maxbytes);
     if (root >= d.world) usage_error("--root %d is not a rank (world %d)", root, d.world);
     dtype_t dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
+    test_knobs();
+    watchdog_start(timeout, "--timeout");
 
     /* every (op, algo) pair asked for must exist */
     int all_ops = strcmp(op_s, "all") == 0;
@@ -214,9 +276,11 @@ int main(int argc, char **argv) {
     h.x.lib = &cm;
     h.iters = iters;
     h.warmup = warmup;
+    h.repeat = repeat;
     h.check = !check_off;
     h.corrupt = corrupt;
     p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
+    h.chunk = h.x.p2p.chunk * dtype_size(dt);
     h.dsend.on_dev = h.drecv.on_dev = 1;
     const char *lib_name = comm_backend_name(cm.backend);
 
@@ -226,10 +290,17 @@ int main(int argc, char **argv) {
     say("# 02_allreduce: %d rank%s on %d node%s | device %s (%s) | lib = %s | dtype %s\n",
         d.world, d.world == 1 ? "" : "s", d.nodes, d.nodes == 1 ? "" : "s",
         dev.kind == DEV_CUDA ? "cuda" : "cpu", dev.name, lib_name, dtype_name(dt));
-    say("# sizes %zu..%zu B x %g | iters %d, warmup %d | check %s | chunk %zu B\n", minbytes,
-        maxbytes, stepfactor, iters, warmup, h.check ? "exact" : "off", chunk);
+    say("# sizes %zu..%zu B x %g | iters %d, warmup %d, repeat %d (median; spread = (max - min) / "
+        "median) | check %s | chunk %zu B\n", minbytes, maxbytes, stepfactor, iters, warmup, repeat,
+        h.check ? "exact" : "off", chunk);
     if (dev.kind == DEV_CUDA)
         say("# hand-written algorithms run on host memory over MPI; lib runs on GPU buffers\n");
+    bench_doing("the ping-pong between ranks 0 and 1");
+    h.link = bench_pingpong(&h.x.p2p, 20);
+    if (h.link.ok)
+        say("# link: ping-pong of ranks 0 and 1, 4 B..4 MiB: alpha %.2f us, 1/beta %.3f GB/s; the model "
+            "column is the alpha-beta cost of each algorithm on such links\n", h.link.alpha_us,
+            h.link.beta_us_per_byte > 0 ? 1e-3 / h.link.beta_us_per_byte : INFINITY);
 
     /* requested element totals: minbytes x stepfactor^i, floored to whole elements */
     size_t es = dtype_size(dt);
@@ -256,6 +327,11 @@ int main(int argc, char **argv) {
             if (!printed_head) print_table_head((op_id)op, d.world, root);
             printed_head = 1;
             const char *label = a->lib ? lib_name : a->name;
+            /* Each algorithm on a communicator of its own: one that is broken
+             * (a message sent and never received) cannot feed stray messages
+             * to the next, whose rows then stay its own. */
+            p2p_destroy(&h.x.p2p);
+            p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
             if (a->mpi_host && (cm.backend != COMM_MPI || dev.kind != DEV_CPU)) {
                 say("#   lib %s skipped: NCCL has no %s, and MPI's needs host buffers\n",
                     bench_ops[op].name, bench_ops[op].name);
@@ -280,9 +356,10 @@ int main(int argc, char **argv) {
             ab_fit_t fit = ab_fit(xs, ts, n);
             print_rows(label, dt, rows, n, fit, bench_ops[op].busbw_factor(d.world));
             for (int i = 0; csv && i < n; i++)
-                fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.3f,%.6f,%.6f,%lld\n", bench_ops[op].name,
-                        label, d.world, rows[i].bytes, rows[i].count, dtype_name(dt),
-                        rows[i].time_us, rows[i].algbw, rows[i].busbw, rows[i].wrong);
+                fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld\n",
+                        bench_ops[op].name, label, d.world, rows[i].bytes, rows[i].count,
+                        dtype_name(dt), rows[i].time_us, rows[i].time_min, rows[i].time_max,
+                        rows[i].algbw, rows[i].busbw, rows[i].model_us, rows[i].wrong);
             if (csv) fflush(csv);
         }
     }

@@ -81,40 +81,58 @@ void *xcalloc(size_t n, size_t size) {
 }
 
 /* ---- the watchdog --------------------------------------------------------------
- * watch_since_us is 0 while the rank is not waiting; the waiting thread writes
- * the description first and then the start time (release), the watchdog
- * reads the time first (acquire): it never prints a half-written one. */
-static char watch_what[96];
-static long long watch_since_us;   /* 0: not waiting */
+ * Waits nest (a benchmark's timed loop around a library collective that
+ * watches itself): a small stack of (what, since). since is 0 for no wait;
+ * the waiting thread writes the description first and the start time last
+ * (release), the watchdog reads the depth and the time first (acquire), so it
+ * never prints a half-written description. */
+enum { WATCH_DEPTH = 4 };
+static char watch_what[WATCH_DEPTH][128];
+static long long watch_since_us[WATCH_DEPTH];
+static int watch_depth;
 static double watch_timeout;
+static const char *watch_flag = "--timeout-s";
 
-static double mono_s(void) {
+static long long mono_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
 void watch_begin(const char *what, const char *where) {
     if (watch_timeout <= 0) return;
-    snprintf(watch_what, sizeof watch_what, "%s%s%s%s", what, where ? " on the " : "",
+    int d = watch_depth;
+    if (d == WATCH_DEPTH) die("watch_begin: waits nested deeper than %d", WATCH_DEPTH);
+    snprintf(watch_what[d], sizeof watch_what[d], "%s%s%s%s", what, where ? " on the " : "",
              where ? where : "", where ? " communicator" : "");
-    __atomic_store_n(&watch_since_us, (long long)(mono_s() * 1e6), __ATOMIC_RELEASE);
+    __atomic_store_n(&watch_since_us[d], mono_us(), __ATOMIC_RELEASE);
+    __atomic_store_n(&watch_depth, d + 1, __ATOMIC_RELEASE);
 }
 
 void watch_end(void) {
-    if (watch_timeout <= 0) return;
-    __atomic_store_n(&watch_since_us, 0LL, __ATOMIC_RELEASE);
+    if (watch_timeout <= 0 || watch_depth == 0) return;
+    int d = watch_depth - 1;
+    __atomic_store_n(&watch_depth, d, __ATOMIC_RELEASE);
+    __atomic_store_n(&watch_since_us[d], 0LL, __ATOMIC_RELEASE);
+    if (d > 0) watch_tick();   /* the inner wait ended: the outer one progressed */
+}
+
+void watch_tick(void) {
+    if (watch_timeout <= 0 || watch_depth == 0) return;
+    __atomic_store_n(&watch_since_us[watch_depth - 1], mono_us(), __ATOMIC_RELEASE);
 }
 
 static void *watchdog(void *arg) {
     (void)arg;
     for (;;) {
         usleep(200000);
-        long long since = __atomic_load_n(&watch_since_us, __ATOMIC_ACQUIRE);
-        if (since > 0 && mono_s() - (double)since * 1e-6 > watch_timeout) {
+        int d = __atomic_load_n(&watch_depth, __ATOMIC_ACQUIRE);
+        if (d == 0) continue;
+        long long since = __atomic_load_n(&watch_since_us[d - 1], __ATOMIC_ACQUIRE);
+        if (since > 0 && (double)(mono_us() - since) * 1e-6 > watch_timeout) {
             fprintf(stderr, "error (rank %d): no progress for %.0f s in %s: a peer rank is stopped, "
-                    "hung or gone; ending the job (--timeout-s sets the limit)\n",
-                    check_rank, watch_timeout, watch_what);
+                    "hung or gone, or a message never comes; ending the job (%s sets the limit)\n",
+                    check_rank, watch_timeout, watch_what[d - 1], watch_flag);
             fflush(stderr);
             _exit(1);
         }
@@ -122,9 +140,10 @@ static void *watchdog(void *arg) {
     return NULL;
 }
 
-void watchdog_start(double timeout_s) {
+void watchdog_start(double timeout_s, const char *flag) {
     if (timeout_s <= 0 || watch_timeout > 0) return;
     watch_timeout = timeout_s;
+    if (flag) watch_flag = flag;
     pthread_t t;
     if (pthread_create(&t, NULL, watchdog, NULL) != 0) die("cannot start the watchdog thread");
     pthread_detach(t);

@@ -27,14 +27,18 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int check_rank;
 
 /* The watchdog: a rank that waits on its peers (a collective, a message, the
- * GPU) says what it waits for between watch_begin and watch_end. When one
- * wait lasts longer than the timeout, a thread prints "error (rank R): no
- * progress for S s in WHAT on WHERE ..." and ends the job (exit status 1,
- * which makes mpirun stop every rank): a stopped or hung peer never leaves
- * the others spinning forever. timeout_s <= 0 leaves it off. */
-void watchdog_start(double timeout_s);
+ * GPU, a benchmark's loop of calls) says what it waits for between
+ * watch_begin and watch_end (waits may nest); watch_tick says the current
+ * wait made progress (a call of the loop finished). When one wait goes
+ * longer than the timeout without progress, a thread prints "error (rank R):
+ * no progress for S s in WHAT on the WHERE communicator ..." naming `flag` as
+ * the knob, and ends the job (exit status 1, which makes mpirun stop every
+ * rank): a stopped or hung peer never leaves the others spinning forever.
+ * timeout_s <= 0 leaves it off. */
+void watchdog_start(double timeout_s, const char *flag);
 void watch_begin(const char *what, const char *where);   /* where may be NULL */
 void watch_end(void);
+void watch_tick(void);
 
 void *xmalloc(size_t bytes);   /* malloc that dies on failure, 64-byte aligned */
 void *xcalloc(size_t n, size_t size);

@@ -2,12 +2,17 @@
 #include "perf.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -17,27 +22,66 @@ const char *const precision_name[4] = {"fp32", "tf32", "bf16", "fp8"};
  * cores; tf32, bf16 (fp32 accumulation) and fp8 on the tensor cores; data
  * sheets quote tensor-core figures with 2:4 sparsity, halved here. 0: the
  * GPU has no such unit. The first entry whose name matches wins, so the
- * specific names come first. */
+ * specific names come first. A peak is units x FLOP per clock x clock: the
+ * sources give that product where the data sheet's figure follows from it.
+ *
+ * columns: match, label, {fp32, tf32, bf16, fp8}, fp16, tensor cores, year,
+ * flagship (the data-centre GPU of its generation: the chart of peaks). */
 static const gpu_peak_t gpu_peaks[] = {
-    {"H100 NVL", "H100 NVL", {60.0, 417.5, 835.5, 1670.5}},
-    {"H100 PCIe", "H100 PCIe", {51.2, 378.0, 756.0, 1513.0}},
-    {"H100", "H100 SXM", {66.9, 494.7, 989.4, 1978.9}},
-    {"H200 NVL", "H200 NVL", {60.0, 417.5, 835.5, 1670.5}},
-    {"H200", "H200 SXM", {66.9, 494.7, 989.4, 1978.9}},
-    {"B200", "B200", {75.0, 1100.0, 2250.0, 4500.0}},
-    {"A100", "A100", {19.5, 156.0, 312.0, 0.0}},
-    {"L40S", "L40S", {91.6, 183.0, 362.05, 733.0}},
-    {"L4", "L4", {30.3, 60.0, 121.0, 242.5}},
-    {"RTX 4090", "RTX 4090", {82.6, 82.6, 165.2, 330.3}},
+    {"K40", "K40", {4.29, 0, 0, 0}, 0, 0, 2013, 1,
+     "Tesla K40 board specification BD-06902-001: 2880 FP32 cores x 2 FLOP x 745 MHz "
+     "(the base clock boards ship at) = 4.29 (5.04 at the 875 MHz boost clock); "
+     "no 16-bit arithmetic"},
+    {"P100-PCIE", "P100 PCIe", {9.3, 0, 0, 0}, 18.7, 0, 2016, 0,
+     "Tesla P100 PCIe data sheet; fp16 at twice the fp32 rate on the FP32 cores"},
+    {"P100", "P100 SXM2", {10.6, 0, 0, 0}, 21.2, 0, 2016, 1,
+     "Tesla P100 data sheet (SXM2): 56 SMs x 64 FP32 cores x 2 x 1.48 GHz = 10.6; "
+     "fp16 as two packed values per FP32 core = 21.2; no tensor cores, no bf16"},
+    {"V100-PCIE", "V100 PCIe", {14.0, 0, 0, 0}, 112.0, 1, 2017, 0,
+     "Tesla V100 PCIe data sheet: tensor cores 112 (fp16 inputs); no bf16"},
+    {"V100", "V100 SXM2", {15.7, 0, 0, 0}, 125.0, 1, 2017, 1,
+     "Tesla V100 data sheet (SXM2): 80 SMs x 64 FP32 cores x 2 x 1.53 GHz = 15.7; "
+     "tensor cores (fp16 inputs, fp32 accumulation) 80 SMs x 8 x 64 FMA x 2 x 1.53 GHz "
+     "= 125; no bf16, no tf32"},
+    {"A100", "A100", {19.5, 156.0, 312.0, 0.0}, 312.0, 1, 2020, 1,
+     "A100 data sheet: 108 SMs x 64 FP32 cores x 2 x 1.41 GHz = 19.5; tensor cores "
+     "108 SMs x 4 x 256 FMA x 2 x 1.41 GHz = 312 (bf16 and fp16); tf32 at half that"},
+    {"H100 NVL", "H100 NVL", {60.0, 417.5, 835.5, 1670.5}, 835.5, 1, 2023, 0,
+     "H100 NVL data sheet (per GPU), sparse figures halved"},
+    {"H100 PCIe", "H100 PCIe", {51.2, 378.0, 756.0, 1513.0}, 756.0, 1, 2022, 0,
+     "H100 PCIe data sheet, sparse figures halved"},
+    {"H100", "H100 SXM", {66.9, 494.7, 989.4, 1978.9}, 989.4, 1, 2022, 1,
+     "H100 SXM data sheet and Hopper whitepaper: tensor cores 132 SMs x 4 x 512 FMA x 2 "
+     "x 1.83 GHz = 989.4 (bf16 and fp16; 1978.9 with 2:4 sparsity); fp32 132 SMs x 128 "
+     "FP32 cores x 2 x 1.98 GHz = 66.9"},
+    {"H200 NVL", "H200 NVL", {60.0, 417.5, 835.5, 1670.5}, 835.5, 1, 2024, 0,
+     "H200 NVL data sheet, sparse figures halved"},
+    {"H200", "H200 SXM", {66.9, 494.7, 989.4, 1978.9}, 989.4, 1, 2024, 1,
+     "H200 data sheet: the H100 SXM's compute with more and faster memory"},
+    {"B200", "B200", {75.0, 1100.0, 2250.0, 4500.0}, 2250.0, 1, 2024, 1,
+     "HGX B200 data sheet, per GPU: fp32 75; tensor cores tf32 2.2, fp16/bf16 4.5, "
+     "fp8 9 PFLOP/s with 2:4 sparsity, halved here"},
+    {"L40S", "L40S", {91.6, 183.0, 362.05, 733.0}, 362.05, 1, 2023, 0,
+     "L40S data sheet, sparse figures halved"},
+    {"L4", "L4", {30.3, 60.0, 121.0, 242.5}, 121.0, 1, 2023, 0,
+     "L4 data sheet, sparse figures halved"},
+    {"RTX 4090", "RTX 4090", {82.6, 82.6, 165.2, 330.3}, 165.2, 1, 2022, 0,
+     "Ada Lovelace whitepaper (GeForce RTX 4090), fp32 accumulation, dense"},
 };
 
-/* Whole-word match, so "L4" does not match "L40S". */
+const gpu_peak_t *perf_gpu_table(int *n) {
+    *n = (int)(sizeof gpu_peaks / sizeof gpu_peaks[0]);
+    return gpu_peaks;
+}
+
+/* Whole-word match, so "L4" does not match "L40S"; a lower-case suffix
+ * ("Tesla K40m", "K40c") still matches its word. */
 static int name_has(const char *name, const char *word) {
     size_t n = strlen(word);
     for (const char *p = strstr(name, word); p; p = strstr(p + 1, word)) {
         int left = p == name || p[-1] == ' ' || p[-1] == '-';
         char r = p[n];
-        int right = r == 0 || r == ' ' || r == '-';
+        int right = r == 0 || r == ' ' || r == '-' || (r >= 'a' && r <= 'z');
         if (left && right) return 1;
     }
     return 0;
@@ -97,26 +141,33 @@ static void *fma_thread(void *arg) {
 }
 
 /* FLOP/s of `threads` threads running the FMA loop at once, each at the rate
- * it reached while on a core; the best of 3 runs of about 30 ms. */
+ * it reached while on a core. Each thread's best of PEAK_RUNS runs of about
+ * 30 ms, a short pause apart (so a burst of other work on the machine passes
+ * in between), summed over the threads. A disturbance (a migration, a cold
+ * core, another virtual machine on the same physical core) can only make a
+ * run slower, so the best run is the peak. Once per machine: about 1 s. */
+#define PEAK_RUNS 15
 static double fma_rate(int threads, int lanes) {
     long iters = 20000000 / (lanes / 8);
     fma_job jobs[256];
     pthread_t tid[256];
+    double best[256] = {0};
     if (threads > 256) threads = 256;
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < PEAK_RUNS; rep++) {
         for (int t = 0; t < threads; t++) {
             jobs[t] = (fma_job){lanes, iters, 0, 0};
             pthread_create(&tid[t], NULL, fma_thread, &jobs[t]);
         }
-        double flops = 0;
         for (int t = 0; t < threads; t++) {
             pthread_join(tid[t], NULL);
-            flops += (double)iters * CHAINS * lanes * 2 / jobs[t].seconds;
+            double f = (double)iters * CHAINS * lanes * 2 / jobs[t].seconds;
+            if (f > best[t]) best[t] = f;
         }
-        if (flops > best) best = flops;
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
     }
-    return best;
+    double flops = 0;
+    for (int t = 0; t < threads; t++) flops += best[t];
+    return flops;
 }
 
 /* A chain of dependent register-register adds, one per cycle. The addend
@@ -128,7 +179,7 @@ static double clock_ghz(void) {
     double best = 0;
     uint64_t one = 1;
     __asm__ volatile("" : "+r"(one));
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 7; rep++) {
         uint64_t x = 0;
         double t0 = thread_seconds();
         for (long i = 0; i < n; i += 8)
@@ -141,31 +192,187 @@ static double clock_ghz(void) {
     return best;
 }
 
+/* snprintf for paths and messages that must fit whole: a string that would
+ * be cut becomes "" (a cut path would name the wrong file). */
+static int fits(int written, size_t len) { return written >= 0 && (size_t)written < len; }
+
+/* ---- the CPU peak's cache file ---------------------------------------------- */
+
+/* "AMD EPYC | family 25 model 17 stepping 1": the model name alone is not
+ * enough (a virtual machine may call every EPYC "AMD EPYC"). */
+static void cpu_identity(char *out, size_t len) {
+    char name[128] = "unknown CPU", fam[16] = "?", model[16] = "?", step[16] = "?", line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon) continue;
+        char *v = colon + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        v[strcspn(v, "\n")] = 0;
+        if (strncmp(line, "model name", 10) == 0) snprintf(name, sizeof name, "%s", v);
+        else if (strncmp(line, "cpu family", 10) == 0) snprintf(fam, sizeof fam, "%s", v);
+        else if (strncmp(line, "model\t", 6) == 0) snprintf(model, sizeof model, "%s", v);
+        else if (strncmp(line, "stepping", 8) == 0) snprintf(step, sizeof step, "%s", v);
+        if (strncmp(line, "stepping", 8) == 0) break;   /* the first CPU's block is enough */
+    }
+    if (f) fclose(f);
+    snprintf(out, len, "%s | family %s model %s stepping %s", name, fam, model, step);
+}
+
+/* The folder of the cache: $CPU_PEAK_CACHE ("off": none), else build/cpu_peak
+ * in the suite's root, found as the nearest folder above the program that
+ * holds both a Makefile and build/. "" when there is none. */
+static void cache_dir(char *out, size_t len) {
+    out[0] = 0;
+    const char *env = getenv("CPU_PEAK_CACHE");
+    if (env && *env) {
+        if (strcmp(env, "off") != 0) snprintf(out, len, "%s", env);
+        return;
+    }
+    char dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0) return;
+    dir[n] = 0;
+    for (int up = 0; up < 4; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir) return;
+        *slash = 0;
+        char mk[PATH_MAX + 16], bd[PATH_MAX + 16];
+        snprintf(mk, sizeof mk, "%s/Makefile", dir);
+        snprintf(bd, sizeof bd, "%s/build", dir);
+        struct stat st;
+        if (access(mk, R_OK) == 0 && stat(bd, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (!fits(snprintf(out, len, "%s/build/cpu_peak", dir), len)) out[0] = 0;
+            return;
+        }
+    }
+}
+
+/* Reads a cache file written by cache_write for `key`; 1 on success. */
+static int cache_read(const char *path, const char *key, cpu_peak_t *p, char *when, size_t wlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512], got[512] = "";
+    double gflops = 0, ghz = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "key ", 4) == 0) {
+            if (!fits(snprintf(got, sizeof got, "%s", line + 4), sizeof got)) got[0] = 0;
+        }
+        else if (strncmp(line, "gflops ", 7) == 0) gflops = atof(line + 7);
+        else if (strncmp(line, "ghz ", 4) == 0) ghz = atof(line + 4);
+        else if (strncmp(line, "measured ", 9) == 0) {
+            if (!fits(snprintf(when, wlen, "%s", line + 9), wlen)) when[0] = 0;
+        }
+    }
+    fclose(f);
+    if (strcmp(got, key) != 0 || !(gflops > 0) || !(ghz > 0)) return 0;
+    p->flops = gflops * 1e9;
+    p->ghz = ghz;
+    return 1;
+}
+
+/* Written whole to a temporary file, then renamed: a reader never sees half. */
+static int cache_write(const char *path, const char *key, const cpu_peak_t *p, const char *when) {
+    char tmp[PATH_MAX + 32];
+    if (!fits(snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid()), sizeof tmp)) return 0;
+    FILE *f = fopen(tmp, "w");
+    if (!f) return 0;
+    fprintf(f, "# CPU peak for HFU and MFU, measured by perf_cpu_peak (common/perf.c):\n"
+               "# best of %d runs of an FMA loop on every thread. Every program of the suite\n"
+               "# on this machine uses it; delete this file to measure again.\n", PEAK_RUNS);
+    fprintf(f, "key %s\ngflops %.3f\nghz %.3f\nmeasured %s\n", key, p->flops / 1e9, p->ghz, when);
+    int ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    if (!ok) unlink(tmp);
+    return ok;
+}
+
+static void measure(cpu_peak_t *p, int threads, int lanes) {
+    p->flops = fma_rate(threads, lanes);
+    p->ghz = clock_ghz();
+}
+
 const cpu_peak_t *perf_cpu_peak(int threads) {
     static cpu_peak_t cached;
     if (cached.threads == threads && cached.flops > 0) return &cached;
     cpu_peak_t p = {0};
     p.threads = threads;
+    /* The widest vector unit the CPU has. Where 512-bit FMAs run at the
+     * 256-bit rate (AMD Zen 4 splits them in two halves) both loops measure
+     * the same, so nothing is lost by not comparing them. */
     __builtin_cpu_init();
-    int lanes = 0;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        p.flops = fma_rate(threads, 8);
-        lanes = 8;
+    int lanes = __builtin_cpu_supports("avx512f") ? 16
+              : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 0;
+    if (lanes == 0) die("CPU peak: this CPU has neither AVX-512 nor AVX2 with FMA; pass --peak");
+    p.isa = lanes == 16 ? "AVX-512" : "AVX2";
+
+    char ident[256], key[320], dir[PATH_MAX], path[PATH_MAX + 64] = "", when[64] = "";
+    cpu_identity(ident, sizeof ident);
+    snprintf(key, sizeof key, "%s | %s | %d thread%s", ident, p.isa, threads, threads == 1 ? "" : "s");
+    cache_dir(dir, sizeof dir);
+    const char *off = getenv("CPU_PEAK_CACHE");
+    const char *why_not = off && strcmp(off, "off") == 0 ? "CPU_PEAK_CACHE=off" : "no build/ folder found";
+    if (dir[0]) {
+        mkdir(dir, 0777);   /* build/ exists; an error shows when the file is written */
+        /* a file name from the key: letters and digits, the rest '_' */
+        char name[320];
+        size_t k = 0;
+        for (const char *c = key; *c && k + 1 < sizeof name; c++)
+            name[k++] = ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))
+                            ? *c : '_';
+        name[k] = 0;
+        if (!fits(snprintf(path, sizeof path, "%s/%s.txt", dir, name), sizeof path)) {
+            dir[0] = 0;
+            why_not = "the cache folder's path is too long";
+        }
     }
-    if (__builtin_cpu_supports("avx512f")) {
-        double f = fma_rate(threads, 16);
-        if (f > p.flops * 1.1) { p.flops = f; lanes = 16; }
+    int lock = -1;
+    if (dir[0]) {
+        /* One measurement at a time: ranks started together wait here (asleep,
+         * so they do not disturb it) and then read what the first one wrote. */
+        char lockpath[PATH_MAX + 16];
+        if (fits(snprintf(lockpath, sizeof lockpath, "%s/.lock", dir), sizeof lockpath)) {
+            lock = open(lockpath, O_CREAT | O_RDWR, 0666);
+            if (lock >= 0) flock(lock, LOCK_EX);
+        }
     }
-    if (lanes == 0) die("CPU peak: this CPU has neither AVX2+FMA nor AVX-512; pass --peak");
-    p.ghz = clock_ghz();
-    double per_cycle = p.flops / threads / (p.ghz * 1e9);
-    p.flop_per_cycle = (int)(per_cycle + 0.5);
+    /* the file as the user would name it: relative to the current folder when inside it */
+    const char *shown = path;
+    char cwd[PATH_MAX];
+    if (dir[0] && getcwd(cwd, sizeof cwd)) {
+        size_t n = strlen(cwd);
+        if (strncmp(path, cwd, n) == 0 && path[n] == '/') shown = path + n + 1;
+    }
+    int from_cache = dir[0] && cache_read(path, key, &p, when, sizeof when);
+    if (from_cache) {
+        if (!fits(snprintf(p.source, sizeof p.source, "measured %s (best of %d runs of an FMA loop), "
+                           "read from %s (delete it to measure again)", when, PEAK_RUNS, shown),
+                  sizeof p.source))
+            snprintf(p.source, sizeof p.source, "measured %s, read from the cache", when);
+    } else {
+        measure(&p, threads, lanes);
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+        if (dir[0] && cache_write(path, key, &p, when)) {
+            if (!fits(snprintf(p.source, sizeof p.source, "measured now (best of %d runs of an FMA "
+                               "loop), saved to %s for every later run", PEAK_RUNS, shown),
+                      sizeof p.source))
+                snprintf(p.source, sizeof p.source, "measured now, saved to the cache");
+        }
+        else
+            snprintf(p.source, sizeof p.source, "measured now (best of %d runs of an FMA loop); not "
+                     "saved: %s", PEAK_RUNS, dir[0] ? "could not write the cache file" : why_not);
+    }
+    if (lock >= 0) close(lock);   /* releases the lock */
+    p.flop_per_cycle = (int)(p.flops / threads / (p.ghz * 1e9) + 0.5);
     /* One FMA is 2 FLOP per lane; a core with two full-width FMA units does
-     * 4 x lanes per cycle, one with a single unit (or half-width units) 2 x. */
+     * 4 x lanes per cycle, one with a single unit (or units half as wide as
+     * the instructions, as on Zen 4) 2 x lanes. */
     snprintf(p.formula, sizeof p.formula,
-             "%d core%s x %.2f GHz x %d FLOP/cycle (%s FMA: %d fp32 lanes x 2 per unit) = %.1f GFLOP/s measured",
-             threads, threads == 1 ? "" : "s", p.ghz, p.flop_per_cycle, lanes == 16 ? "AVX-512" : "AVX2",
-             lanes, p.flops / 1e9);
+             "%d core%s x %.2f GHz x %d FLOP/cycle (%s FMA, %d fp32 lanes) = %.1f GFLOP/s",
+             threads, threads == 1 ? "" : "s", p.ghz, p.flop_per_cycle, p.isa, lanes, p.flops / 1e9);
     cached = p;
     return &cached;
 }
@@ -181,6 +388,17 @@ const char *perf_util_str(char *buf, size_t len, double flops_per_s, double peak
     if (peak > 0) snprintf(buf, len, "%.1f%%", 100.0 * flops_per_s / peak);
     else snprintf(buf, len, "peak unknown, pass --peak");
     return buf;
+}
+
+double perf_utilisation(double flops_per_s, double peak, const char *what) {
+    if (!(peak > 0)) return NAN;
+    const double u = flops_per_s / peak;
+    if (u > 1.0)
+        die("%s is %.1f%% (%.4g TFLOP/s against a peak of %.4g TFLOP/s): above 100%% is "
+            "impossible, so either the peak is too low (see where the header's peak line "
+            "says it came from; --peak overrides it) or the time or the FLOP count is wrong",
+            what, 100.0 * u, flops_per_s / 1e12, peak / 1e12);
+    return u;
 }
 
 /* ---- CSV ---------------------------------------------------------------------- */

@@ -200,7 +200,7 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
         comm_link_t l = {o->node_size, o->inter_gbps, o->inter_us};
         comm_link_set(&l);
     }
-    watchdog_start(o->timeout_s);
+    watchdog_start(o->timeout_s, "--timeout-s");
     mesh_init(&tr->mesh, &tr->dist, tp, cp, pp, dp);
     tr->dp = dp;
     tr->dp_rank = tr->mesh.coord[AXIS_DP];

@@ -13,19 +13,9 @@ rm -f plots/data/*.csv
 
 step() { echo; echo "\$ $*"; "$@"; }
 
-if [ -x 01_matmul_hfu/hfu ]; then
-    step ./01_matmul_hfu/hfu --device cpu --csv plots/data/hfu.csv
-fi
-if [ -x 02_allreduce/allreduce ]; then
-    step mpirun -np 4 ./02_allreduce/allreduce --device cpu --op allreduce --algo all \
-        --minbytes 1K --maxbytes 16M --csv plots/data/allreduce.csv
-fi
-# Chapters 03 on: each chapter's demo.sh, in chapter order, with step() and
-# the environment above.
-export -f step
+# Each chapter's demo.sh, in chapter order, with step() and the environment above.
 for d in [0-9][0-9]_*/demo.sh; do
     [ -e "$d" ] || continue
-    case "$d" in 01_*|02_*) continue ;; esac
     # shellcheck source=/dev/null
     source "$d"
 done

@@ -62,6 +62,8 @@ $(EMU)/harness/emu_threads.o: tests/cuda_emu/emu_threads.cc
 	@mkdir -p $(@D)
 	g++ $(filter-out -O1 $(EMU_SAN),$(EMU_CXXFLAGS)) -O2 -DEMU_ASAN_FIBERS $(EMU_INC) -c $< -o $@
 
+# emu_mpi.cc defines the program's blocking MPI calls (MPI's profiling
+# interface): the archive comes before -lmpi on the link line, so they win.
 EMU_HARNESS := $(EMU)/libcuda_emu.a
 $(EMU_HARNESS): $(patsubst tests/cuda_emu/%.cc,$(EMU)/harness/%.o,$(wildcard tests/cuda_emu/emu_*.cc))
 	@rm -f $@
@@ -100,6 +102,7 @@ $(eval $(call emu_test,cuda_emu_comm,tests/cuda_emu/comm_test.c))
 ifneq ($(wildcard common/ops_cuda.cu),)
 $(eval $(call emu_test,cuda_emu_unit_model,tests/unit_model.c))
 $(eval $(call emu_test,cuda_emu_ops,tests/cuda_emu/ops_test.c))
+$(eval $(call emu_test,cuda_emu_unit_shards,tests/unit_shards.c 08_tensor_parallel/tp.c))
 endif
 
 # ---- the chapters' programs on the emulated GPU ----------------------------------

@@ -209,6 +209,71 @@ TEST(nonblocking_allreduce_equals_blocking) {
     comm_destroy(&cm);
 }
 
+/* Point-to-point without waiting, as pipelines and ring attention use it:
+ * every rank sends to the next and receives from the previous around a ring,
+ * twice in flight at once, and a chain of isend/irecv pairs keeps its order. */
+TEST(nonblocking_point_to_point_rings_and_chains) {
+    device_t d;
+    device_init(&d, "cpu", 0, 1, 1);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, "mpi", &d);
+    int r = cm.rank, N = cm.size, next = (r + 1) % N, prev = (r + N - 1) % N;
+    size_t c = 5000;
+    float *s1 = xmalloc(c * 4), *s2 = xmalloc(c * 4), *r1 = xmalloc(c * 4), *r2 = xmalloc(c * 4);
+    for (size_t i = 0; i < c; i++) { s1[i] = val(r, i); s2[i] = val(r + 100, i); }
+    comm_req_t a, b;
+    comm_isendrecv(&cm, s1, c, next, r1, c, prev, DT_F32, &a);
+    comm_isendrecv(&cm, s2, c, next, r2, c, prev, DT_F32, &b);
+    comm_wait(&cm, &b);
+    comm_wait(&cm, &a);
+    for (size_t i = 0; i < c; i++)
+        if (r1[i] != val(prev, i) || r2[i] != val(prev + 100, i)) { UNIT_FAIL("ring element %zu", i); break; }
+    /* rank 0 sends three messages to the last rank, which receives them in order */
+    if (N > 1 && (r == 0 || r == N - 1)) {
+        comm_req_t q[3];
+        float *bufs[3] = {s1, s2, r1};
+        for (int k = 0; k < 3; k++) {
+            if (r == 0) { for (size_t i = 0; i < c; i++) bufs[k][i] = (float)(k * 1000 + (int)(i % 97)); }
+            if (r == 0) comm_isend(&cm, bufs[k], c, DT_F32, N - 1, &q[k]);
+            else comm_irecv(&cm, bufs[k], c, DT_F32, 0, &q[k]);
+        }
+        for (int k = 2; k >= 0; k--) comm_wait(&cm, &q[k]);
+        if (r == N - 1)
+            for (int k = 0; k < 3; k++)
+                if (bufs[k][5] != (float)(k * 1000 + 5)) UNIT_FAIL("message %d arrived out of order", k);
+    }
+    free(s1); free(s2); free(r1); free(r2);
+    comm_destroy(&cm);
+}
+
+/* Bytes sent are nccl-tests' bus bytes, per kind of call. */
+TEST(bytes_sent_are_bus_bytes_per_kind) {
+    device_t d;
+    device_init(&d, "cpu", 0, 1, 1);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, "mpi", &d);
+    double N = cm.size;
+    size_t c = 6000;
+    float *a = xcalloc(c * (size_t)cm.size, 4), *b = xcalloc(c * (size_t)cm.size, 4);
+    comm_allreduce(&cm, a, a, c, DT_F32, RED_SUM);
+    comm_reduce_scatter(&cm, a, b, c, DT_F32, RED_SUM);
+    comm_allgather(&cm, a, b, c, DT_BF16);
+    comm_broadcast(&cm, a, c, DT_F32, 0);
+    comm_alltoall(&cm, a, b, c / (size_t)cm.size, DT_F32);
+    comm_sendrecv(&cm, a, c, (cm.rank + 1) % cm.size, b, c, (cm.rank + cm.size - 1) % cm.size, DT_F32);
+    double X = c * 4.0;
+    EXPECT_NEAR(cm.sent[COLL_ALLREDUCE], cm.size > 1 ? 2 * (N - 1) / N * X : 0, 1e-12);
+    EXPECT_NEAR(cm.sent[COLL_REDUCE_SCATTER], (N - 1) * X, 1e-12);
+    EXPECT_NEAR(cm.sent[COLL_ALLGATHER], (N - 1) * c * 2.0, 1e-12);
+    EXPECT_NEAR(cm.sent[COLL_BROADCAST], cm.size > 1 ? X : 0, 1e-12);
+    EXPECT_NEAR(cm.sent[COLL_ALLTOALL], (N - 1) * (double)(c / (size_t)cm.size) * 4.0, 1e-12);
+    EXPECT_NEAR(cm.sent[COLL_SENDRECV], X, 1e-12);
+    EXPECT_NEAR(comm_sent_bytes(&cm), cm.sent[COLL_ALLREDUCE] + cm.sent[COLL_REDUCE_SCATTER] +
+                cm.sent[COLL_ALLGATHER] + cm.sent[COLL_BROADCAST] + cm.sent[COLL_ALLTOALL] + X, 1e-12);
+    free(a); free(b);
+    comm_destroy(&cm);
+}
+
 TEST(device_cpu_buffers_copy_round_trip) {
     device_t d;
     device_init(&d, "cpu", 0, 1, 1);   /* the CPU, whether or not a GPU answers */

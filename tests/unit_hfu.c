@@ -314,3 +314,80 @@ TEST(mlp_bf16_path_passes_the_gpu_check_and_a_broken_one_fails) {
     mlp_grads_free(&got);
     mlp_data_free(&m);
 }
+
+/* The update of a training step: AdamW's first step moves every weight by
+ * lr against the sign of its gradient (m / (1 - beta1) = g and
+ * sqrt(v / (1 - beta2)) = |g|, so the step is lr g / |g|), and the loss of
+ * the next step is lower. */
+TEST(mlp_adamw_first_update_moves_each_weight_by_lr_against_its_gradient) {
+    mlp_data_t m;
+    mlp_data_init(&m, 16, 12, 20, 9);
+    mlp_cpu_t c;
+    mlp_cpu_init(&c, &m);
+    const double loss0 = mlp_cpu_step(&c);
+    float *W1 = xmalloc(sizeof(float) * 12 * 20), *W2 = xmalloc(sizeof(float) * 20 * 12);
+    memcpy(W1, m.W1, sizeof(float) * 12 * 20);
+    memcpy(W2, m.W2, sizeof(float) * 20 * 12);
+    device_t d = {.kind = DEV_CPU, .threads = 1};
+    mlp_cpu_update(&c, &d);
+    int checked = 0;
+    for (int i = 0; i < 12 * 20; i++) {
+        const struct { const float *before, *after, *g; const char *name; } w[2] = {
+            {W1, m.W1, c.g.dW1, "W1"}, {W2, m.W2, c.g.dW2, "W2"}};
+        for (int q = 0; q < 2; q++) {
+            const float g = w[q].g[i];
+            if (fabsf(g) < 1e-4f) continue;   /* eps would matter */
+            const double want = w[q].before[i] - MLP_LR * (g > 0 ? 1.0 : -1.0);
+            if (fabs(w[q].after[i] - want) > 1e-3 * MLP_LR)
+                UNIT_FAIL("%s[%d]: %.8g -> %.8g with gradient %.3g, expected %.8g", w[q].name, i,
+                          w[q].before[i], w[q].after[i], g, want);
+            checked++;
+        }
+    }
+    EXPECT(checked > 400);
+    const double loss1 = mlp_cpu_step(&c);
+    if (!(loss1 < loss0)) UNIT_FAIL("loss %.6g after the update, %.6g before", loss1, loss0);
+    free(W1);
+    free(W2);
+    mlp_cpu_free(&c);
+    mlp_data_free(&m);
+}
+
+/* ---- the peak table ------------------------------------------------------ */
+
+/* The generations the chapter charts, with the data sheets' dense figures,
+ * and each figure that is a product of units, FLOP per clock and clock
+ * equal to that product. */
+TEST(gpu_peak_table_has_each_generation_and_its_arithmetic) {
+    const struct { const char *device, *label; double fp32, half; int year, tensor; } want[] = {
+        {"Tesla K40m", "K40", 4.29, 0, 2013, 0},
+        {"Tesla P100-SXM2-16GB", "P100 SXM2", 10.6, 21.2, 2016, 0},
+        {"Tesla V100-SXM2-32GB", "V100 SXM2", 15.7, 125.0, 2017, 1},
+        {"NVIDIA A100-SXM4-80GB", "A100", 19.5, 312.0, 2020, 1},
+        {"NVIDIA H100 80GB HBM3", "H100 SXM", 66.9, 989.4, 2022, 1},
+        {"NVIDIA H200", "H200 SXM", 66.9, 989.4, 2024, 1},
+        {"NVIDIA B200", "B200", 75.0, 2250.0, 2024, 1},
+    };
+    for (int i = 0; i < ARRAY_LEN(want); i++) {
+        const gpu_peak_t *g = perf_gpu_lookup(want[i].device);
+        if (!g || strcmp(g->label, want[i].label) != 0) {
+            UNIT_FAIL("%s: found %s, expected %s", want[i].device, g ? g->label : "nothing", want[i].label);
+            continue;
+        }
+        EXPECT(g->flagship && g->year == want[i].year && g->tensor_cores == want[i].tensor);
+        EXPECT_NEAR(g->tflops[PREC_FP32], want[i].fp32, 1e-9);
+        EXPECT_NEAR(g->fp16_tflops, want[i].half, 1e-9);
+        EXPECT(g->source && strlen(g->source) > 20);
+    }
+    /* the other Tesla boards keep their own figures */
+    EXPECT(strcmp(perf_gpu_lookup("Tesla V100-PCIE-16GB")->label, "V100 PCIe") == 0);
+    EXPECT(strcmp(perf_gpu_lookup("Tesla P100-PCIE-16GB")->label, "P100 PCIe") == 0);
+    /* no bf16 before Ampere */
+    EXPECT(perf_gpu_lookup("Tesla V100-SXM2-32GB")->tflops[PREC_BF16] == 0);
+    /* SMs x tensor cores x FMA per clock x 2 x GHz, as the README derives them */
+    EXPECT_NEAR(132 * 4 * 512 * 2 * 1.83e9 / 1e12, perf_gpu_lookup("H100 SXM5")->tflops[PREC_BF16], 1e-4);
+    EXPECT_NEAR(132 * 128 * 2 * 1.98e9 / 1e12, 66.9, 1e-3);
+    EXPECT_NEAR(108 * 4 * 256 * 2 * 1.41e9 / 1e12, 312.0, 1e-3);
+    EXPECT_NEAR(80 * 8 * 64 * 2 * 1.53e9 / 1e12, 125.0, 3e-3);
+    EXPECT_NEAR(2880 * 2 * 0.745e9 / 1e12, 4.29, 1e-3);
+}

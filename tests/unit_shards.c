@@ -147,8 +147,8 @@ static void shard_matches_whole(layout_t L) {
     mesh_t mesh;
     mesh_init(&mesh, &unit_dist, L.tp, L.cp, 1, 1);
     comm_t tpc, cpc;
-    comm_init(&tpc, mesh.axis[AXIS_TP], "mpi", &dev);
-    comm_init(&cpc, mesh.axis[AXIS_CP], "mpi", &dev);
+    comm_init(&tpc, mesh.axis[AXIS_TP], "auto", &dev);   /* NCCL on GPUs of their own */
+    comm_init(&cpc, mesh.axis[AXIS_CP], "auto", &dev);
     model_shard_t s = model_shard_full(&c);
     s.tp = L.tp;
     s.tp_rank = mesh.coord[AXIS_TP];

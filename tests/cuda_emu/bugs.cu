@@ -1,10 +1,13 @@
-/* bugs.cu: kernels with the bugs the emulator must catch, one per name.
+/* bugs.cu: kernels and stream orderings with the bugs the emulator must
+ * catch, one per name.
  *
  *   cuda_emu_bugs NAME
  *
  * Each run is expected to FAIL, loudly and with a message that names the
  * bug (tests/cuda_emu.tests checks the message through expect_fail.sh); a
- * run that exits 0 means the emulator let the bug through. */
+ * run that exits 0 means the emulator let the bug through. A kernel bug
+ * stops the emulator itself; a missing stream dependency gives a wrong
+ * result, which the program checks, as a test would. */
 #include "cuda_common.cuh"
 
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include <mpi.h>
+#include <nccl.h>
 
 /* One element past the end of a device buffer. */
 __global__ void write_past_end(float *x, int n) {
@@ -80,10 +84,93 @@ __global__ void mask_without_self(float *x) {
 /* A host pointer passed to a kernel. */
 __global__ void read_host(const float *x, float *y) { y[threadIdx.x] = x[threadIdx.x]; }
 
+/* ---- missing stream dependencies ------------------------------------------------------- */
+__global__ void set_all(float *x, float v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = v;
+}
+__global__ void add_one(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + 1.0f;
+}
+
+static int wrong(const char *what, float got, float want) {
+    if (got == want) return 0;
+    fprintf(stderr, "error: wrong result: %s = %g, expected %g (a missing stream dependency)\n",
+            what, got, want);
+    return 1;
+}
+
+/* Returns 1 when the bug showed, 0 when it did not, -1 for another name. */
+static int stream_bug(const char *b) {
+    const int n = 32;
+    cudaStream_t s1, s2;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    float *x = NULL, *y = NULL, h[32];
+    CUDA_CHECK(cudaMalloc(&x, n * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&y, n * sizeof(float)));
+    int bad = -1;
+    if (!strcmp(b, "missing_event_wait")) {
+        /* s2 reads what s1 writes, with no cudaStreamWaitEvent between */
+        LAUNCH(set_all, 1, n, 0, s1, x, 1.0f, n);
+        LAUNCH(add_one, 1, n, 0, s2, x, y, n);
+        CUDA_CHECK(cudaStreamSynchronize(s2));
+        CUDA_CHECK(cudaMemcpy(h, y, sizeof h, cudaMemcpyDeviceToHost));
+        bad = wrong("y[0]", h[0], 2.0f);
+    } else if (!strcmp(b, "legacy_memset_race")) {
+        /* zeroed on the legacy stream, written on a non-blocking one */
+        CUDA_CHECK(cudaMemset(x, 0, n * sizeof(float)));
+        LAUNCH(set_all, 1, n, 0, s1, x, 3.0f, n);
+        CUDA_CHECK(cudaStreamSynchronize(s1));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost));
+        bad = wrong("x[0]", h[0], 3.0f);
+    } else if (!strcmp(b, "free_while_queued")) {
+        /* freed while a kernel queued on s1 still uses it */
+        LAUNCH(set_all, 1, n, 0, s1, x, 1.0f, n);
+        CUDA_CHECK(cudaFree(x));
+        x = NULL;
+        CUDA_CHECK(cudaDeviceSynchronize());
+        bad = 0;
+    } else if (!strcmp(b, "write_during_collective")) {
+        /* s2 overwrites the input of an all-reduce queued on s1 without
+         * waiting for it (a communicator of this one rank is enough) */
+        ncclUniqueId id;
+        ncclComm_t c;
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        NCCL_CHECK(ncclCommInitRank(&c, 1, id, 0));
+        LAUNCH(set_all, 1, n, 0, s1, x, 1.0f, n);
+        NCCL_CHECK(ncclAllReduce(x, x, n, ncclFloat32, ncclSum, c, s1));
+        LAUNCH(set_all, 1, n, 0, s2, x, 5.0f, n);
+        CUDA_CHECK(cudaStreamSynchronize(s2));
+        CUDA_CHECK(cudaStreamSynchronize(s1));
+        NCCL_CHECK(ncclCommDestroy(c));
+        bad = 0;
+    } else if (!strcmp(b, "read_before_sync")) {
+        /* the host reads the copy's destination before waiting for it */
+        LAUNCH(set_all, 1, n, 0, s1, x, 4.0f, n);
+        CUDA_CHECK(cudaMemcpyAsync(h, x, sizeof h, cudaMemcpyDeviceToHost, s1));
+        bad = wrong("h[0]", h[0], 4.0f);
+        CUDA_CHECK(cudaStreamSynchronize(s1));
+    }
+    if (bad >= 0) {
+        CUDA_CHECK(cudaDeviceSynchronize());
+        if (x) CUDA_CHECK(cudaFree(x));
+        CUDA_CHECK(cudaFree(y));
+    }
+    return bad;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     if (argc != 2) { fprintf(stderr, "usage: cuda_emu_bugs NAME\n"); return 2; }
     const char *b = argv[1];
+    int streams = stream_bug(b);
+    if (streams > 0) {
+        MPI_Finalize();
+        return 1;
+    }
     float *d = NULL;
     CUDA_CHECK(cudaMalloc(&d, 64 * sizeof(float)));
     CUDA_CHECK(cudaMemset(d, 0, 64 * sizeof(float)));
@@ -108,7 +195,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(b, "host_pointer_to_kernel")) {
         float *h = (float *)calloc(32, sizeof(float));
         LAUNCH(read_host, 1, 32, 0, 0, h, d);
-    } else {
+    } else if (streams < 0) {
         fprintf(stderr, "error: no bug named %s\n", b);
         return 2;
     }

@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "device.h"
 #include "dtype.h"
+#include "ops.h"
 
 static float val(int rank, size_t i) { return (float)((rank + 1) + (int)(i % 5)); }
 
@@ -142,5 +143,51 @@ static void check_backend(const char *backend) {
     device_finalize(&d);
 }
 
+/* The stream order comm.h promises, with no host synchronisation between:
+ * a collective sees the compute work queued before it (its input is doubled
+ * by a kernel still queued when it is called), and compute queued after it
+ * (after comm_wait for the non-blocking ones) sees its result (which a
+ * kernel halves). */
+static void check_stream_order(const char *backend) {
+    device_t d;
+    device_init(&d, "cuda", unit_dist.local_rank, unit_dist.local_world, 1);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, backend, &d);
+    int n = cm.size, me = cm.rank;
+    const size_t c = 1001;
+    float *h = xcalloc(c, sizeof(float)), *r = xcalloc(c, sizeof(float));
+    float *a = dev_alloc(&d, c * sizeof(float));
+    for (int round = 0; round < 6; round++) {
+        for (size_t i = 0; i < c; i++) h[i] = val(me, i + (size_t)round);
+        put(&d, a, h, c, DT_F32);
+        op_scale(&d, DT_F32, a, 2.0f, c);
+        comm_req_t q;
+        if (round % 2) {
+            comm_iallreduce(&cm, a, a, c, DT_F32, RED_SUM, &q);
+            comm_wait(&cm, &q);
+        } else {
+            comm_allreduce(&cm, a, a, c, DT_F32, RED_SUM);
+        }
+        op_scale(&d, DT_F32, a, 0.5f, c);
+        get(&d, r, a, c, DT_F32);
+        for (size_t i = 0; i < c; i++) {
+            float want = (float)(n * (n + 1) / 2 + n * (int)((i + (size_t)round) % 5));
+            if (r[i] != want) {
+                UNIT_FAIL("%s %s round %d: element %zu = %g, expected %g", backend,
+                          round % 2 ? "comm_iallreduce + comm_wait" : "comm_allreduce", round, i,
+                          r[i], want);
+                break;
+            }
+        }
+    }
+    dev_free(&d, a);
+    free(h);
+    free(r);
+    comm_destroy(&cm);
+    device_finalize(&d);
+}
+
 TEST(cuda_emu_comm_nccl_collectives_on_device_buffers_are_exact) { check_backend("nccl"); }
+TEST(cuda_emu_comm_nccl_collectives_follow_the_compute_stream) { check_stream_order("nccl"); }
+TEST(cuda_emu_comm_mpi_staged_collectives_follow_the_compute_stream) { check_stream_order("mpi"); }
 TEST(cuda_emu_comm_mpi_staged_collectives_on_device_buffers_are_exact) { check_backend("mpi"); }

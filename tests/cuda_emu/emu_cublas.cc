@@ -7,9 +7,17 @@
  * the suite's buffers happen in this file's loops, compiled with
  * AddressSanitizer, and every matrix is first checked to lie inside one
  * device allocation: an extent past the end of a buffer stops the program
- * with the numbers, as a GPU would fault. */
+ * with the numbers, as a GPU would fault.
+ *
+ * A call is checked when it is made and its product queued on the handle's
+ * stream (emu_streams.cc): host scalars (alpha, beta) and the math mode are
+ * read at the call, as cuBLAS does, device memory when the product runs. A
+ * result returned to host memory (cublasSdot, cublasSnrm2 in host pointer
+ * mode) makes the call wait for its stream, as on a GPU. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+
+#include "emu_streams.h"
 
 #include <cblas.h>
 #include <stdarg.h>
@@ -20,9 +28,6 @@
 #include <set>
 #include <vector>
 
-namespace cuda_emu {
-void require_device_range(const char *call, const char *what, const void *p, size_t bytes);
-}
 using cuda_emu::fatal;
 
 struct cublasContext {
@@ -76,10 +81,7 @@ cublasStatus_t cublasDestroy(cublasHandle_t h) {
 
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
     if (!handle_ok(h)) return fail(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream: not a live handle");
-    if (cudaStreamQuery(s) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: not a live stream");
-    }
+    if (!cuda_emu::stream_valid(s)) return fail(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: not a live stream");
     h->stream = s;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -204,6 +206,7 @@ struct Gemm {
     cudaDataType at, bt, ct;
     int lda, ldb, ldc;
     cublasComputeType_t compute;
+    Round round;   /* of the inputs, from the compute type and the handle's math mode at the call */
 };
 
 cublasStatus_t check(const Gemm &g) {
@@ -254,7 +257,7 @@ void run(const Gemm &g, const void *A, const void *B, void *C, std::vector<float
         cuda_emu::require_device_range(g.call, "matrix B", B, extent(brows, bcols, g.ldb, type_size(g.bt)));
     }
     cuda_emu::require_device_range(g.call, "matrix C", C, extent(m, n, g.ldc, type_size(g.ct)));
-    Round r = rounding(g);
+    Round r = g.round;
     c.assign((size_t)m * n, 0.0f);
     if (g.beta != 0.0f)
         for (int j = 0; j < n; j++)
@@ -282,11 +285,32 @@ void run(const Gemm &g, const void *A, const void *B, void *C, std::vector<float
         for (int i = 0; i < m; i++) store(C, g.ct, (size_t)j * g.ldc + i, c[(size_t)j * m + i]);
 }
 
-float scalar(const cublasHandle_t h, const void *p, const char *call, const char *name) {
+/* A scalar argument: in host memory it is read at the call; in device
+ * memory (CUBLAS_POINTER_MODE_DEVICE) when the work runs. */
+struct Scalar {
+    const float *dev;   /* null: `value` holds it */
+    float value;
+    float get(const char *call, const char *name) const {
+        if (!dev) return value;
+        cuda_emu::require_device_range(call, name, dev, sizeof(float));
+        return *dev;
+    }
+};
+
+Scalar scalar(const cublasHandle_t h, const void *p, const char *call, const char *name) {
     if (!p) fatal("%s: %s is a null pointer", call, name);
-    if (h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE)
+    if (h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE) {
         cuda_emu::require_device_range(call, name, p, sizeof(float));
-    return *(const float *)p;
+        return Scalar{(const float *)p, 0.0f};
+    }
+    return Scalar{nullptr, *(const float *)p};
+}
+
+std::string describe(const Gemm &g, int batch) {
+    char w[200];
+    snprintf(w, sizeof w, "%s (m=%d n=%d k=%d%s)", g.call, g.m, g.n, g.k,
+             batch > 1 ? ", batched" : "");
+    return w;
 }
 
 cublasStatus_t gemm_batched(Gemm g, const void *alpha, const void *A, long long sa, const void *B,
@@ -294,14 +318,19 @@ cublasStatus_t gemm_batched(Gemm g, const void *alpha, const void *A, long long 
     cublasStatus_t s = check(g);
     if (s) return s;
     if (batch < 0) return fail(CUBLAS_STATUS_INVALID_VALUE, "%s: batch count %d", g.call, batch);
-    g.alpha = scalar(g.h, alpha, g.call, "alpha");
-    g.beta = scalar(g.h, beta, g.call, "beta");
-    std::vector<float> a, b, c;
-    size_t ea = type_size(g.at), eb = type_size(g.bt), ec = type_size(g.ct);
-    for (int i = 0; i < batch; i++)
-        run(g, (const char *)A + (ptrdiff_t)(i * sa) * (ptrdiff_t)ea,
-            (const char *)B + (ptrdiff_t)(i * sb) * (ptrdiff_t)eb,
-            (char *)C + (ptrdiff_t)(i * sc) * (ptrdiff_t)ec, a, b, c);
+    Scalar al = scalar(g.h, alpha, g.call, "alpha"), be = scalar(g.h, beta, g.call, "beta");
+    g.round = rounding(g);
+    std::vector<cuda_emu::Use> uses = {{A, 0}, {B, 0}, {C, 0}};
+    cuda_emu::enqueue(g.h->stream, describe(g, batch), uses, [=]() mutable {
+        g.alpha = al.get(g.call, "alpha");
+        g.beta = be.get(g.call, "beta");
+        std::vector<float> a, b, c;
+        size_t ea = type_size(g.at), eb = type_size(g.bt), ec = type_size(g.ct);
+        for (int i = 0; i < batch; i++)
+            run(g, (const char *)A + (ptrdiff_t)(i * sa) * (ptrdiff_t)ea,
+                (const char *)B + (ptrdiff_t)(i * sb) * (ptrdiff_t)eb,
+                (char *)C + (ptrdiff_t)(i * sc) * (ptrdiff_t)ec, a, b, c);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -313,7 +342,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
                            int n, int k, const float *alpha, const float *A, int lda,
                            const float *B, int ldb, const float *beta, float *C, int ldc) {
     Gemm g = {"cublasSgemm", h, ta, tb, m, n, k, 0, 0, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
-              lda, ldb, ldc, CUBLAS_COMPUTE_32F};
+              lda, ldb, ldc, CUBLAS_COMPUTE_32F, R_NONE};
     return gemm_batched(g, alpha, A, 0, B, 0, beta, C, 0, 1);
 }
 
@@ -324,7 +353,7 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          const float *beta, float *C, int ldc, long long sc,
                                          int batch) {
     Gemm g = {"cublasSgemmStridedBatched", h, ta, tb, m, n, k, 0, 0, CUDA_R_32F, CUDA_R_32F,
-              CUDA_R_32F, lda, ldb, ldc, CUBLAS_COMPUTE_32F};
+              CUDA_R_32F, lda, ldb, ldc, CUBLAS_COMPUTE_32F, R_NONE};
     return gemm_batched(g, alpha, A, sa, B, sb, beta, C, sc, batch);
 }
 
@@ -333,7 +362,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
                             void *C, cudaDataType ct, int ldc, cublasComputeType_t compute,
                             cublasGemmAlgo_t) {
-    Gemm g = {"cublasGemmEx", h, ta, tb, m, n, k, 0, 0, at, bt, ct, lda, ldb, ldc, compute};
+    Gemm g = {"cublasGemmEx", h, ta, tb, m, n, k, 0, 0, at, bt, ct, lda, ldb, ldc, compute, R_NONE};
     return gemm_batched(g, alpha, A, 0, B, 0, beta, C, 0, 1);
 }
 
@@ -344,7 +373,8 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           int ldb, long long sb, const void *beta, void *C,
                                           cudaDataType ct, int ldc, long long sc, int batch,
                                           cublasComputeType_t compute, cublasGemmAlgo_t) {
-    Gemm g = {"cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, 0, 0, at, bt, ct, lda, ldb, ldc, compute};
+    Gemm g = {"cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, 0, 0, at, bt, ct, lda, ldb, ldc,
+              compute, R_NONE};
     return gemm_batched(g, alpha, A, sa, B, sb, beta, C, sc, batch);
 }
 
@@ -354,18 +384,28 @@ cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cubla
                                    cudaDataType bt, int ldb, const void *beta, void *const C[],
                                    cudaDataType ct, int ldc, int batch,
                                    cublasComputeType_t compute, cublasGemmAlgo_t) {
-    Gemm g = {"cublasGemmBatchedEx", h, ta, tb, m, n, k, 0, 0, at, bt, ct, lda, ldb, ldc, compute};
+    Gemm g = {"cublasGemmBatchedEx", h, ta, tb, m, n, k, 0, 0, at, bt, ct, lda, ldb, ldc, compute, R_NONE};
     cublasStatus_t s = check(g);
     if (s) return s;
     if (batch < 0) return fail(CUBLAS_STATUS_INVALID_VALUE, "%s: batch count %d", g.call, batch);
-    /* The pointer arrays themselves live in device memory. */
-    cuda_emu::require_device_range(g.call, "the array of A pointers", A, batch * sizeof(void *));
-    cuda_emu::require_device_range(g.call, "the array of B pointers", B, batch * sizeof(void *));
-    cuda_emu::require_device_range(g.call, "the array of C pointers", C, batch * sizeof(void *));
-    g.alpha = scalar(h, alpha, g.call, "alpha");
-    g.beta = scalar(h, beta, g.call, "beta");
-    std::vector<float> a, b, c;
-    for (int i = 0; i < batch; i++) run(g, A[i], B[i], C[i], a, b, c);
+    /* The pointer arrays themselves live in device memory, read when the
+     * products run. */
+    size_t pb = batch * sizeof(void *);
+    cuda_emu::require_device_range(g.call, "the array of A pointers", A, pb);
+    cuda_emu::require_device_range(g.call, "the array of B pointers", B, pb);
+    cuda_emu::require_device_range(g.call, "the array of C pointers", C, pb);
+    Scalar al = scalar(h, alpha, g.call, "alpha"), be = scalar(h, beta, g.call, "beta");
+    g.round = rounding(g);
+    std::vector<cuda_emu::Use> uses = {{A, pb}, {B, pb}, {C, pb}};
+    cuda_emu::enqueue(h->stream, describe(g, batch), uses, [=]() mutable {
+        cuda_emu::require_device_range(g.call, "the array of A pointers", A, pb);
+        cuda_emu::require_device_range(g.call, "the array of B pointers", B, pb);
+        cuda_emu::require_device_range(g.call, "the array of C pointers", C, pb);
+        g.alpha = al.get(g.call, "alpha");
+        g.beta = be.get(g.call, "beta");
+        std::vector<float> a, b, c;
+        for (int i = 0; i < batch; i++) run(g, A[i], B[i], C[i], a, b, c);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -377,38 +417,66 @@ static cublasStatus_t vec_check(const char *call, cublasHandle_t h, int n, const
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* y += alpha x and x *= alpha run when their stream gets there; a dot
+ * product or norm into host memory waits for it. */
 cublasStatus_t cublasSaxpy(cublasHandle_t h, int n, const float *alpha, const float *x, int incx,
                            float *y, int incy) {
     cublasStatus_t s = vec_check("cublasSaxpy", h, n, x, incx);
     if (s || (s = vec_check("cublasSaxpy", h, n, y, incy))) return s;
-    float a = scalar(h, alpha, "cublasSaxpy", "alpha");
-    for (int i = 0; i < n; i++) y[(size_t)i * incy] += a * x[(size_t)i * incx];
+    Scalar a = scalar(h, alpha, "cublasSaxpy", "alpha");
+    cuda_emu::enqueue(h->stream, "cublasSaxpy", {{x, 0}, {y, 0}}, [=] {
+        float av = a.get("cublasSaxpy", "alpha");
+        for (int i = 0; i < n; i++) y[(size_t)i * incy] += av * x[(size_t)i * incx];
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSscal(cublasHandle_t h, int n, const float *alpha, float *x, int incx) {
     cublasStatus_t s = vec_check("cublasSscal", h, n, x, incx);
     if (s) return s;
-    float a = scalar(h, alpha, "cublasSscal", "alpha");
-    for (int i = 0; i < n; i++) x[(size_t)i * incx] *= a;
+    Scalar a = scalar(h, alpha, "cublasSscal", "alpha");
+    cuda_emu::enqueue(h->stream, "cublasSscal", {{x, 0}}, [=] {
+        float av = a.get("cublasSscal", "alpha");
+        for (int i = 0; i < n; i++) x[(size_t)i * incx] *= av;
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
+
+/* A scalar result: into device memory when the work runs, or into host
+ * memory, which makes the call wait for its stream. */
+static void reduce_to(cublasHandle_t h, const char *call, float *result, std::vector<cuda_emu::Use> uses,
+                      std::function<float()> f) {
+    if (!result) fatal("%s: result is a null pointer", call);
+    bool dev = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE;
+    if (dev) {
+        cuda_emu::require_device_range(call, "result", result, 4);
+        uses.push_back({result, 4});
+    }
+    cuda_emu::enqueue(h->stream, call, uses, [=] {
+        if (dev) cuda_emu::require_device_range(call, "result", result, 4);
+        *result = f();
+    });
+    if (!dev) cuda_emu::sync_stream(h->stream, call);
+}
+
 cublasStatus_t cublasSdot(cublasHandle_t h, int n, const float *x, int incx, const float *y,
                           int incy, float *result) {
     cublasStatus_t s = vec_check("cublasSdot", h, n, x, incx);
     if (s || (s = vec_check("cublasSdot", h, n, y, incy))) return s;
-    double acc = 0;
-    for (int i = 0; i < n; i++) acc += (double)x[(size_t)i * incx] * y[(size_t)i * incy];
-    if (h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE) cuda_emu::require_device_range("cublasSdot", "result", result, 4);
-    *result = (float)acc;
+    reduce_to(h, "cublasSdot", result, {{x, 0}, {y, 0}}, [=] {
+        double acc = 0;
+        for (int i = 0; i < n; i++) acc += (double)x[(size_t)i * incx] * y[(size_t)i * incy];
+        return (float)acc;
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSnrm2(cublasHandle_t h, int n, const float *x, int incx, float *result) {
     cublasStatus_t s = vec_check("cublasSnrm2", h, n, x, incx);
     if (s) return s;
-    double acc = 0;
-    for (int i = 0; i < n; i++) acc += (double)x[(size_t)i * incx] * x[(size_t)i * incx];
-    if (h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE) cuda_emu::require_device_range("cublasSnrm2", "result", result, 4);
-    *result = (float)sqrt(acc);
+    reduce_to(h, "cublasSnrm2", result, {{x, 0}}, [=] {
+        double acc = 0;
+        for (int i = 0; i < n; i++) acc += (double)x[(size_t)i * incx] * x[(size_t)i * incx];
+        return (float)sqrt(acc);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -7,13 +7,23 @@
  * members alone call MPI_Comm_create_group. So communicators of disjoint
  * groups (the rows and columns of a mesh) can be built in any order.
  *
- * Operations are synchronous, except sends: a send copies its data and
- * posts MPI_Isend, which completes in the background (checked at every later
- * NCCL call and waited for at ncclCommDestroy). On a GPU a send only queues
- * work on a stream, so a rank that sends and then blocks elsewhere must not
- * hang here either. */
+ * An operation (or a group of them) is checked when it is called and queued
+ * on its stream as communication (emu_streams.cc): when the stream reaches
+ * it, it copies its send buffers and posts non-blocking MPI calls; while
+ * they are in flight the stream is busy; once they have completed, it
+ * writes its receive buffers (when something needs them). The operations of
+ * one communicator run in call order, as NCCL's do. Sends never block: a
+ * send copies its data and posts MPI_Isend, which completes in the
+ * background (checked at every later NCCL call and waited for at
+ * ncclCommDestroy); on a GPU a send only queues work on a stream, so a rank
+ * that sends and then blocks elsewhere must not hang here either.
+ *
+ * The MPI calls of queued work are PMPI_ ones: emu_mpi.cc wraps the
+ * program's blocking MPI calls (MPI_X) so that they move this work on. */
 #include <nccl.h>
 #include <cuda_bf16.h>
+
+#include "emu_streams.h"
 
 #include <mpi.h>
 #include <stdarg.h>
@@ -22,14 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <list>
 #include <mutex>
 #include <set>
 #include <vector>
-
-namespace cuda_emu {
-int device_range_error(const char *call, const char *what, const void *p, size_t bytes);
-}
 
 struct ncclComm {
     MPI_Comm mpi;
@@ -75,7 +82,7 @@ ncclResult_t fail(ncclResult_t r, const char *fmt, ...) {
 void progress() {
     for (auto it = pending.begin(); it != pending.end();) {
         int done = 0;
-        MPI_Test(&it->req, &done, MPI_STATUS_IGNORE);
+        PMPI_Test(&it->req, &done, MPI_STATUS_IGNORE);
         it = done ? pending.erase(it) : std::next(it);
     }
 }
@@ -172,6 +179,7 @@ struct Op {
     ncclRedOp_t op;
     int root;   /* root, or peer */
     ncclComm_t comm;
+    cudaStream_t stream;
 };
 int group_depth = 0;
 std::vector<Op> queued;
@@ -182,13 +190,27 @@ const char *kind_name(Kind k) {
     return n[k];
 }
 
+/* Bytes op o reads from its send buffer and writes to its receive buffer
+ * on this rank. */
+void extents(const Op &o, size_t *send_bytes, size_t *recv_bytes) {
+    int n = o.comm->size, r = o.comm->rank;
+    size_t c = o.count * type_size(o.type);
+    *send_bytes = *recv_bytes = 0;
+    switch (o.kind) {
+    case ALLREDUCE: *send_bytes = *recv_bytes = c; break;
+    case REDUCE_SCATTER: *send_bytes = c * n; *recv_bytes = c; break;
+    case ALLGATHER: *send_bytes = c; *recv_bytes = c * n; break;
+    case BROADCAST: *send_bytes = r == o.root ? c : 0; *recv_bytes = c; break;
+    case REDUCE: *send_bytes = c; *recv_bytes = r == o.root ? c : 0; break;
+    case SEND: *send_bytes = c; break;
+    case RECV: *recv_bytes = c; break;
+    }
+}
+
 ncclResult_t check(const Op &o, cudaStream_t stream) {
     const char *call = kind_name(o.kind);
     if (!o.comm || !comms.count(o.comm)) return fail(ncclInvalidArgument, "%s: not a live communicator", call);
-    if (cudaStreamQuery(stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return fail(ncclInvalidArgument, "%s: not a live stream", call);
-    }
+    if (!cuda_emu::stream_valid(stream)) return fail(ncclInvalidArgument, "%s: not a live stream", call);
     size_t es = type_size(o.type);
     if (!es || work_type(o.type) == MPI_DATATYPE_NULL)
         return fail(ncclInvalidArgument, "%s: data type %d is not emulated", call, (int)o.type);
@@ -197,79 +219,18 @@ ncclResult_t check(const Op &o, cudaStream_t stream) {
         if (o.op == ncclAvg && work_type(o.type) != MPI_FLOAT && work_type(o.type) != MPI_DOUBLE)
             return fail(ncclInvalidArgument, "%s: ncclAvg needs a floating-point type", call);
     }
-    int n = o.comm->size, r = o.comm->rank;
+    int n = o.comm->size;
     if ((o.kind == BROADCAST || o.kind == REDUCE || o.kind == SEND || o.kind == RECV) &&
         (o.root < 0 || o.root >= n))
         return fail(ncclInvalidArgument, "%s: %s %d of %d ranks", call,
                     o.kind == SEND || o.kind == RECV ? "peer" : "root", o.root, n);
     if (o.count > (size_t)1 << 30) return fail(ncclInvalidArgument, "%s: count %zu is more than the emulator moves", call, o.count);
-    size_t c = o.count * es;
-    size_t send_bytes = 0, recv_bytes = 0;
-    switch (o.kind) {
-    case ALLREDUCE: send_bytes = recv_bytes = c; break;
-    case REDUCE_SCATTER: send_bytes = c * n; recv_bytes = c; break;
-    case ALLGATHER: send_bytes = c; recv_bytes = c * n; break;
-    case BROADCAST: send_bytes = r == o.root ? c : 0; recv_bytes = c; break;
-    case REDUCE: send_bytes = c; recv_bytes = r == o.root ? c : 0; break;
-    case SEND: send_bytes = c; break;
-    case RECV: recv_bytes = c; break;
-    }
+    size_t send_bytes, recv_bytes;
+    extents(o, &send_bytes, &recv_bytes);
     if (cuda_emu::device_range_error(call, "the send buffer", o.send, send_bytes) ||
         cuda_emu::device_range_error(call, "the receive buffer", o.recv, recv_bytes))
         return fail(ncclInvalidArgument, "%s: a buffer is not (entirely) device memory", call);
     return ncclSuccess;
-}
-
-/* One collective, now. */
-void run_collective(const Op &o) {
-    ncclComm_t cm = o.comm;
-    int n = cm->size, r = cm->rank;
-    size_t ws = work_size(o.type), es = type_size(o.type), count = o.count;
-    MPI_Datatype wt = work_type(o.type);
-    std::vector<unsigned char> in, out;
-    switch (o.kind) {
-    case ALLREDUCE:
-        in.resize(count * ws);
-        to_work(o.send, o.type, count, in.data());
-        MPI_Allreduce(MPI_IN_PLACE, in.data(), (int)count, wt, mpi_op(o.op), cm->mpi);
-        if (o.op == ncclAvg) average(in.data(), o.type, count, n);
-        from_work(in.data(), o.type, count, o.recv);
-        break;
-    case REDUCE_SCATTER:
-        in.resize(count * n * ws);
-        out.resize(count * ws);
-        to_work(o.send, o.type, count * n, in.data());
-        MPI_Reduce_scatter_block(in.data(), out.data(), (int)count, wt, mpi_op(o.op), cm->mpi);
-        if (o.op == ncclAvg) average(out.data(), o.type, count, n);
-        from_work(out.data(), o.type, count, o.recv);
-        break;
-    case ALLGATHER:
-        in.resize(count * es);
-        out.resize(count * es * n);
-        memcpy(in.data(), o.send, count * es);
-        MPI_Allgather(in.data(), (int)(count * es), MPI_BYTE, out.data(), (int)(count * es),
-                      MPI_BYTE, cm->mpi);
-        memcpy(o.recv, out.data(), out.size());
-        break;
-    case BROADCAST:
-        in.resize(count * es);
-        if (r == o.root) memcpy(in.data(), o.send, count * es);
-        MPI_Bcast(in.data(), (int)(count * es), MPI_BYTE, o.root, cm->mpi);
-        memcpy(o.recv, in.data(), count * es);
-        break;
-    case REDUCE:
-        in.resize(count * ws);
-        out.resize(count * ws);
-        to_work(o.send, o.type, count, in.data());
-        MPI_Reduce(in.data(), out.data(), (int)count, wt, mpi_op(o.op), o.root, cm->mpi);
-        if (r == o.root) {
-            if (o.op == ncclAvg) average(out.data(), o.type, count, n);
-            from_work(out.data(), o.type, count, o.recv);
-        }
-        break;
-    default:
-        break;
-    }
 }
 
 void post_send(const Op &o) {
@@ -277,44 +238,194 @@ void post_send(const Op &o) {
     pending.emplace_back();
     Pending &p = pending.back();
     p.data.assign((const unsigned char *)o.send, (const unsigned char *)o.send + bytes);
-    MPI_Isend(p.data.data(), (int)bytes, MPI_BYTE, o.root, TAG_P2P, o.comm->mpi, &p.req);
+    PMPI_Isend(p.data.data(), (int)bytes, MPI_BYTE, o.root, TAG_P2P, o.comm->mpi, &p.req);
 }
 
-/* Run a group: every receive and send is posted first, so no order of
- * sends and receives among the ranks can deadlock; then the collectives in
- * call order; then the receives complete. */
-void run_group(std::vector<Op> &ops) {
+/* A group (or one operation) as queued communication. start() posts every
+ * receive, then every send, then the collectives in call order, all
+ * non-blocking, so no order of sends and receives among the ranks can
+ * deadlock; finish() reduces what needs it and writes the results.
+ *
+ * On a GPU the collective reads its send buffer and writes its receive
+ * buffer at any time while it runs, so work that writes either of them
+ * then, without waiting for the collective, races with it. Here the
+ * collective reads at start() and writes at finish(); in between it keeps
+ * a copy of both buffers, and finish() reports any byte that changed. */
+struct Group : cuda_emu::CommWork {
+    std::vector<Op> ops;
+    std::vector<std::vector<unsigned char>> in, out;   /* scratch per op */
+    std::vector<std::vector<unsigned char>> sent, held; /* the buffers at start() */
     std::vector<MPI_Request> reqs;
-    std::vector<std::vector<unsigned char>> bufs;
-    std::vector<const Op *> recvs;
-    for (const Op &o : ops)
-        if (o.kind == RECV) {
-            bufs.emplace_back(o.count * type_size(o.type));
-            reqs.emplace_back();
-            recvs.push_back(&o);
-            MPI_Irecv(bufs.back().data(), (int)bufs.back().size(), MPI_BYTE, o.root, TAG_P2P,
-                      o.comm->mpi, &reqs.back());
+
+    void start() override {
+        in.assign(ops.size(), {});
+        out.assign(ops.size(), {});
+        sent.assign(ops.size(), {});
+        held.assign(ops.size(), {});
+        for (size_t i = 0; i < ops.size(); i++) {   /* the buffers may have been freed since the call */
+            const Op &o = ops[i];
+            size_t sb, rb;
+            extents(o, &sb, &rb);
+            if (cuda_emu::device_range_error(kind_name(o.kind), "the send buffer", o.send, sb) ||
+                cuda_emu::device_range_error(kind_name(o.kind), "the receive buffer", o.recv, rb))
+                cuda_emu::fatal("%s ran after a buffer it was given had been freed (see above)",
+                                kind_name(o.kind));
+            sent[i].assign((const unsigned char *)o.send, (const unsigned char *)o.send + sb);
+            held[i].assign((const unsigned char *)o.recv, (const unsigned char *)o.recv + rb);
         }
-    for (const Op &o : ops)
-        if (o.kind == SEND) post_send(o);
-    for (const Op &o : ops)
-        if (o.kind != SEND && o.kind != RECV) run_collective(o);
-    if (!reqs.empty()) MPI_Waitall((int)reqs.size(), reqs.data(), MPI_STATUSES_IGNORE);
-    for (size_t i = 0; i < recvs.size(); i++)
-        if (!bufs[i].empty()) memcpy(recvs[i]->recv, bufs[i].data(), bufs[i].size());
-    progress();
+        for (size_t i = 0; i < ops.size(); i++)
+            if (ops[i].kind == RECV) {
+                const Op &o = ops[i];
+                out[i].resize(o.count * type_size(o.type));
+                reqs.emplace_back();
+                PMPI_Irecv(out[i].data(), (int)out[i].size(), MPI_BYTE, o.root, TAG_P2P,
+                           o.comm->mpi, &reqs.back());
+            }
+        for (const Op &o : ops)
+            if (o.kind == SEND) post_send(o);
+        for (size_t i = 0; i < ops.size(); i++)
+            if (ops[i].kind != SEND && ops[i].kind != RECV) post_collective(i);
+        progress();
+    }
+
+    void post_collective(size_t i) {
+        const Op &o = ops[i];
+        ncclComm_t cm = o.comm;
+        int n = cm->size, r = cm->rank;
+        size_t ws = work_size(o.type), es = type_size(o.type), count = o.count;
+        MPI_Datatype wt = work_type(o.type);
+        std::vector<unsigned char> &a = in[i], &b = out[i];
+        reqs.emplace_back();
+        MPI_Request *q = &reqs.back();
+        switch (o.kind) {
+        case ALLREDUCE:
+            a.resize(count * ws);
+            to_work(o.send, o.type, count, a.data());
+            PMPI_Iallreduce(MPI_IN_PLACE, a.data(), (int)count, wt, mpi_op(o.op), cm->mpi, q);
+            break;
+        case REDUCE_SCATTER:
+            a.resize(count * n * ws);
+            b.resize(count * ws);
+            to_work(o.send, o.type, count * n, a.data());
+            PMPI_Ireduce_scatter_block(a.data(), b.data(), (int)count, wt, mpi_op(o.op), cm->mpi, q);
+            break;
+        case ALLGATHER:
+            a.resize(count * es);
+            b.resize(count * es * n);
+            memcpy(a.data(), o.send, count * es);
+            PMPI_Iallgather(a.data(), (int)(count * es), MPI_BYTE, b.data(), (int)(count * es),
+                            MPI_BYTE, cm->mpi, q);
+            break;
+        case BROADCAST:
+            a.resize(count * es);
+            if (r == o.root) memcpy(a.data(), o.send, count * es);
+            PMPI_Ibcast(a.data(), (int)(count * es), MPI_BYTE, o.root, cm->mpi, q);
+            break;
+        case REDUCE:
+            a.resize(count * ws);
+            b.resize(count * ws);
+            to_work(o.send, o.type, count, a.data());
+            PMPI_Ireduce(a.data(), b.data(), (int)count, wt, mpi_op(o.op), o.root, cm->mpi, q);
+            break;
+        default:
+            break;
+        }
+    }
+
+    bool test() override {
+        progress();
+        int done = 1;
+        if (!reqs.empty()) PMPI_Testall((int)reqs.size(), reqs.data(), &done, MPI_STATUSES_IGNORE);
+        return done != 0;
+    }
+
+    /* A buffer of op i that other work changed while the op was in flight. */
+    void unchanged(size_t i, const char *which, const void *p, const std::vector<unsigned char> &was) {
+        const unsigned char *now = (const unsigned char *)p;
+        for (size_t b = 0; b < was.size(); b++)
+            if (now[b] != was[b])
+                cuda_emu::fatal("%s of %zu elements: its %s buffer (%p) changed at byte %zu while "
+                                "the operation was in flight: work not ordered after the operation "
+                                "wrote it (on a GPU the two race; wait for the operation's stream or "
+                                "an event recorded after it first)",
+                                kind_name(ops[i].kind), ops[i].count, which, p, b);
+    }
+
+    void finish() override {
+        for (size_t i = 0; i < ops.size(); i++) {
+            unchanged(i, "send", ops[i].send, sent[i]);
+            unchanged(i, "receive", ops[i].recv, held[i]);
+        }
+        for (size_t i = 0; i < ops.size(); i++) {
+            const Op &o = ops[i];
+            int n = o.comm->size;
+            size_t es = type_size(o.type);
+            switch (o.kind) {
+            case ALLREDUCE:
+                if (o.op == ncclAvg) average(in[i].data(), o.type, o.count, n);
+                from_work(in[i].data(), o.type, o.count, o.recv);
+                break;
+            case REDUCE_SCATTER:
+                if (o.op == ncclAvg) average(out[i].data(), o.type, o.count, n);
+                from_work(out[i].data(), o.type, o.count, o.recv);
+                break;
+            case ALLGATHER: memcpy(o.recv, out[i].data(), out[i].size()); break;
+            case BROADCAST: memcpy(o.recv, in[i].data(), o.count * es); break;
+            case REDUCE:
+                if (o.comm->rank == o.root) {
+                    if (o.op == ncclAvg) average(out[i].data(), o.type, o.count, n);
+                    from_work(out[i].data(), o.type, o.count, o.recv);
+                }
+                break;
+            case RECV:
+                if (!out[i].empty()) memcpy(o.recv, out[i].data(), out[i].size());
+                break;
+            case SEND: break;
+            }
+        }
+    }
+};
+
+/* Queue a group on the stream of its first operation (and make its other
+ * streams, if any, wait for it). */
+void queue_group(std::vector<Op> &ops) {
+    if (ops.empty()) return;
+    std::unique_ptr<Group> g(new Group);
+    std::vector<cuda_emu::Use> uses;
+    std::vector<cudaStream_t> streams;
+    for (const Op &o : ops) {
+        size_t sb, rb;
+        extents(o, &sb, &rb);
+        if (sb) uses.push_back({o.send, sb});
+        if (rb) uses.push_back({o.recv, rb});
+        if (std::find(streams.begin(), streams.end(), o.stream) == streams.end())
+            streams.push_back(o.stream);
+        if (o.comm != ops[0].comm)
+            cuda_emu::fatal("an NCCL group over two communicators is not emulated");
+    }
+    char what[200];
+    const Op &o = ops[0];
+    if (ops.size() == 1)
+        snprintf(what, sizeof what, "%s of %zu elements on rank %d of an NCCL communicator of %d",
+                 kind_name(o.kind), o.count, o.comm->rank, o.comm->size);
+    else
+        snprintf(what, sizeof what, "an NCCL group of %zu operations on rank %d of a communicator of %d",
+                 ops.size(), o.comm->rank, o.comm->size);
+    g->ops = ops;
+    cuda_emu::enqueue_comm(o.stream, o.comm, what, uses, std::move(g), streams);
 }
 
-ncclResult_t submit(const Op &o, cudaStream_t stream) {
+ncclResult_t submit(Op o, cudaStream_t stream) {
     progress();
     ncclResult_t r = check(o, stream);
     if (r) return r;
+    o.stream = stream;
     if (group_depth > 0) {
         queued.push_back(o);
         return ncclSuccess;
     }
     std::vector<Op> one(1, o);
-    run_group(one);
+    queue_group(one);
     return ncclSuccess;
 }
 
@@ -442,7 +553,14 @@ ncclResult_t ncclCommFinalize(ncclComm_t c) {
 
 ncclResult_t ncclCommDestroy(ncclComm_t c) {
     if (!c || !comms.count(c)) return fail(ncclInvalidArgument, "ncclCommDestroy: not a live communicator");
-    for (auto &p : pending) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+    cuda_emu::sync_channel(c, "ncclCommDestroy");   /* its queued operations first */
+    for (auto &p : pending) {
+        long spins = 0;
+        for (int done = 0; !done;) {
+            PMPI_Test(&p.req, &done, MPI_STATUS_IGNORE);
+            if (!done && !cuda_emu::pump()) cuda_emu::idle(&spins);
+        }
+    }
     pending.clear();
     comms.erase(c);
     MPI_Comm_free(&c->mpi);
@@ -474,19 +592,19 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e) {
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-    return submit(Op{ALLREDUCE, send, recv, count, type, op, 0, comm}, stream);
+    return submit(Op{ALLREDUCE, send, recv, count, type, op, 0, comm, nullptr}, stream);
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, ncclDataType_t type,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-    return submit(Op{REDUCE_SCATTER, send, recv, recvcount, type, op, 0, comm}, stream);
+    return submit(Op{REDUCE_SCATTER, send, recv, recvcount, type, op, 0, comm, nullptr}, stream);
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t stream) {
-    return submit(Op{ALLGATHER, send, recv, sendcount, type, ncclSum, 0, comm}, stream);
+    return submit(Op{ALLGATHER, send, recv, sendcount, type, ncclSum, 0, comm, nullptr}, stream);
 }
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type,
                            int root, ncclComm_t comm, cudaStream_t stream) {
-    return submit(Op{BROADCAST, send, recv, count, type, ncclSum, root, comm}, stream);
+    return submit(Op{BROADCAST, send, recv, count, type, ncclSum, root, comm, nullptr}, stream);
 }
 ncclResult_t ncclBcast(void *buf, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                        cudaStream_t stream) {
@@ -494,15 +612,15 @@ ncclResult_t ncclBcast(void *buf, size_t count, ncclDataType_t type, int root, n
 }
 ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-    return submit(Op{REDUCE, send, recv, count, type, op, root, comm}, stream);
+    return submit(Op{REDUCE, send, recv, count, type, op, root, comm, nullptr}, stream);
 }
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-    return submit(Op{SEND, send, nullptr, count, type, ncclSum, peer, comm}, stream);
+    return submit(Op{SEND, send, nullptr, count, type, ncclSum, peer, comm, nullptr}, stream);
 }
 ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-    return submit(Op{RECV, nullptr, recv, count, type, ncclSum, peer, comm}, stream);
+    return submit(Op{RECV, nullptr, recv, count, type, ncclSum, peer, comm, nullptr}, stream);
 }
 
 ncclResult_t ncclGroupStart(void) {
@@ -515,7 +633,7 @@ ncclResult_t ncclGroupEnd(void) {
     if (--group_depth > 0) return ncclSuccess;
     std::vector<Op> ops;
     ops.swap(queued);
-    run_group(ops);
+    queue_group(ops);
     return ncclSuccess;
 }
 

@@ -10,15 +10,19 @@
  * (NaN as fp32 and bf16), not zeros, so code that reads memory it never
  * wrote gives NaN instead of passing by luck.
  *
- * Everything is synchronous: a kernel or copy has finished when its call
- * returns, streams only exist to be checked, and an event records the wall
- * clock. When a call fails the reason is printed on stderr (prefix
- * "cuda_emu:") and the call returns the error a GPU would, which the suite's
- * CUDA_CHECK then reports.
+ * Copies and memsets are checked when they are called (a bad one returns its
+ * error then, as on a GPU) and then queued on their stream (emu_streams.cc
+ * decides when they run; the blocking forms wait where the runtime's
+ * documentation says they do). cudaFree does not wait for queued work: it
+ * refuses, loudly, to free memory that queued work still uses. When a call
+ * fails the reason is printed on stderr (prefix "cuda_emu:") and the call
+ * returns the error a GPU would, which the suite's CUDA_CHECK then reports.
  *
  * Environment: EMU_GPUS (visible devices, default 1; 0 means none),
  * EMU_MEM_MB (memory per device, default 8192). */
 #include <cuda_runtime.h>
+
+#include "emu_streams.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +61,9 @@ static void sanitizer_died() {
                 "thread (%u,%u,%u); the sanitizer's report is above\n",
                 what ? what : "a sanitizer error", *where ? " at " : "", where, name, file, line,
                 b.x, b.y, b.z, t.x, t.y, t.z);
+    else if (cuda_emu::running_op())
+        fprintf(stderr, "error: cuda_emu: %s%s%s in %s; the sanitizer's report is above\n",
+                what ? what : "a sanitizer error", *where ? " at " : "", where, cuda_emu::running_op());
     else
         fprintf(stderr, "error: cuda_emu: %s%s%s outside any kernel; the sanitizer's report is above\n",
                 what ? what : "a sanitizer error", *where ? " at " : "", where);
@@ -105,6 +112,10 @@ static size_t device_memory() {
 }
 
 static thread_local int current_device = 0;
+
+int visible_devices() { return device_count(); }
+int get_current_device() { return current_device; }
+void set_current_device(int dev) { current_device = dev; }
 
 /* ---- memory registry ------------------------------------------------------------------------ */
 enum { M_DEVICE, M_MANAGED, M_PINNED, M_REGISTERED };
@@ -171,6 +182,14 @@ static cudaError_t release(void *p, bool host, const char *call) {
                     "%s(%p): not a live %s allocation (freed twice, or never allocated here)",
                     call, p, host ? "pinned host" : "device");
     }
+    /* The runtime's documentation says cudaFree "may perform implicit
+     * synchronization" for cudaMalloc'd memory: may, so a program that
+     * frees memory its queued work still uses relies on luck. */
+    std::string user = pending_use(p, it->second.size);
+    if (!user.empty())
+        fatal("%s(%p): use-after-free: the %zu-byte %s allocation is still used by queued work: "
+              "%s. cudaFree does not promise to wait for it: synchronise the streams that use "
+              "the buffer first", call, p, it->second.size, kind_name(it->second.kind), user.c_str());
     if (it->second.kind == M_DEVICE || it->second.kind == M_MANAGED)
         used_bytes[it->second.device] -= it->second.size;
     allocs.erase(it);
@@ -197,27 +216,6 @@ static int classify(const void *p, size_t n, const char *call, const char *which
 
 static bool device_side(int kind) { return kind == M_DEVICE || kind == M_MANAGED; }
 static bool host_side(int kind) { return kind != M_DEVICE; }
-
-/* ---- streams and events ---------------------------------------------------------------------------- */
-struct Stream { unsigned flags; int priority; int device; };
-struct Event { unsigned flags; bool recorded; double t; };
-static std::set<const void *> streams, events;
-
-static bool stream_ok(cudaStream_t s) {
-    if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return true;
-    std::lock_guard<std::mutex> lock(mem_mu);
-    return streams.count((const void *)s) != 0;
-}
-static bool event_ok(cudaEvent_t e) {
-    std::lock_guard<std::mutex> lock(mem_mu);
-    return e && events.count((const void *)e) != 0;
-}
-
-static double now() {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static cudaError_t bad_stream(const char *call, cudaStream_t s) {
     return fail(cudaErrorInvalidResourceHandle, "%s: stream %p is not a live stream (destroyed?)",
@@ -256,7 +254,7 @@ int launch_check(const char *name, const char *file, int line, const void *func,
                         "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first (set: %d)",
                         name, file, line, smem, opt);
     }
-    if (!stream_ok(s)) {
+    if (!stream_valid(s)) {
         char what[512];
         snprintf(what, sizeof what, "kernel %s launched at %s:%d", name, file, line);
         return bad_stream(what, s);
@@ -471,10 +469,6 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int dev) {
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) {
-    if (device_count() == 0) return fail(cudaErrorNoDevice, "cudaDeviceSynchronize: no device");
-    return cudaSuccess;
-}
 cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
 
 cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer) {
@@ -501,7 +495,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 
 cudaError_t cudaMalloc(void **p, size_t bytes) { return alloc(p, bytes, M_DEVICE, "cudaMalloc"); }
 cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
-    if (!stream_ok(s)) return bad_stream("cudaMallocAsync", s);
+    if (!stream_valid(s)) return bad_stream("cudaMallocAsync", s);
     return alloc(p, bytes, M_DEVICE, "cudaMallocAsync");
 }
 cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned int) {
@@ -523,6 +517,9 @@ cudaError_t cudaHostUnregister(void *p) {
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end() || it->second.kind != M_REGISTERED)
         return fail(cudaErrorInvalidValue, "cudaHostUnregister(%p): not registered", p);
+    std::string user = pending_use(p, it->second.size);
+    if (!user.empty())
+        fatal("cudaHostUnregister(%p): queued work still uses the memory: %s", p, user.c_str());
     allocs.erase(it);
     return cudaSuccess;
 }
@@ -536,9 +533,21 @@ cudaError_t cudaHostGetDevicePointer(void **dev, void *host, unsigned int) {
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) { return release(p, false, "cudaFree"); }
+/* Freed when the stream gets there; work queued elsewhere that still uses
+ * it then is reported as a use after free. */
 cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
-    if (!stream_ok(s)) return bad_stream("cudaFreeAsync", s);
-    return release(p, false, "cudaFreeAsync");
+    if (!stream_valid(s)) return bad_stream("cudaFreeAsync", s);
+    if (!p) return cudaSuccess;
+    {
+        std::lock_guard<std::mutex> lock(mem_mu);
+        auto it = allocs.find((uintptr_t)p);
+        if (it == allocs.end() || !device_side(it->second.kind))
+            return fail(cudaErrorInvalidValue, "cudaFreeAsync(%p): not a live device allocation", p);
+    }
+    enqueue(s, "cudaFreeAsync", {}, [p] {
+        if (release(p, false, "cudaFreeAsync")) fatal("cudaFreeAsync(%p) failed when its stream reached it", p);
+    });
+    return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void *p) { return release(p, true, "cudaFreeHost"); }
 
@@ -562,19 +571,29 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at, const voi
     return cudaSuccess;
 }
 
-static cudaError_t copy(const char *call, void *dst, const void *src, size_t n,
-                        enum cudaMemcpyKind kind) {
-    if (n == 0) return cudaSuccess;
-    if (!dst || !src) return fail(cudaErrorInvalidValue, "%s: null pointer (dst %p, src %p)", call, dst, (void *)src);
+/* ---- copies and memsets ------------------------------------------------------------------ */
+/* One contiguous piece of a copy (a 2D copy is one piece per row). */
+struct Piece {
+    void *dst;
+    const void *src;
+    size_t n;
+};
+
+/* The checks a GPU makes when the copy is called; the kinds of memory of
+ * the destination and the source (-1: plain host memory). */
+static cudaError_t check_copy(const char *call, const Piece &p, enum cudaMemcpyKind kind, int *dk,
+                              int *sk) {
+    if (!p.dst || !p.src)
+        return fail(cudaErrorInvalidValue, "%s: null pointer (dst %p, src %p)", call, p.dst, (void *)p.src);
     if ((int)kind < 0 || (int)kind > 4)
         return fail(cudaErrorInvalidMemcpyDirection, "%s: direction %d", call, (int)kind);
     cudaError_t e;
-    int dk = classify(dst, n, call, "destination", &e);
+    *dk = classify(p.dst, p.n, call, "destination", &e);
     if (e) return e;
-    int sk = classify(src, n, call, "source", &e);
+    *sk = classify(p.src, p.n, call, "source", &e);
     if (e) return e;
-    bool d_dev = dk >= 0 && device_side(dk), s_dev = sk >= 0 && device_side(sk);
-    bool d_host = dk < 0 || host_side(dk), s_host = sk < 0 || host_side(sk);
+    bool d_dev = *dk >= 0 && device_side(*dk), s_dev = *sk >= 0 && device_side(*sk);
+    bool d_host = *dk < 0 || host_side(*dk), s_host = *sk < 0 || host_side(*sk);
     static const char *names[] = {"cudaMemcpyHostToHost", "cudaMemcpyHostToDevice",
                                   "cudaMemcpyDeviceToHost", "cudaMemcpyDeviceToDevice"};
     bool ok = true;
@@ -588,143 +607,140 @@ static cudaError_t copy(const char *call, void *dst, const void *src, size_t n,
     if (!ok)
         return fail(cudaErrorInvalidValue,
                     "%s(%zu bytes, %s): the destination is %s memory and the source %s memory",
-                    call, n, names[kind], dk < 0 ? "host" : kind_name(dk),
-                    sk < 0 ? "host" : kind_name(sk));
-    memcpy(dst, src, n);   /* overlapping ranges are reported by AddressSanitizer */
+                    call, p.n, names[kind], *dk < 0 ? "host" : kind_name(*dk),
+                    *sk < 0 ? "host" : kind_name(*sk));
     return cudaSuccess;
+}
+
+/* When the queued copy runs, its device memory must still be there. */
+static void recheck(const char *call, const char *what, const void *p, size_t n, bool on_device) {
+    if (on_device && device_range_error(call, what, p, n))
+        fatal("%s ran after its %s was freed (see above)", call, what);
+}
+
+/* A copy, queued on s. `blocking`: the cudaMemcpy forms, on the legacy
+ * stream, which wait as the runtime's "API synchronization behavior" says:
+ * to host memory, from pinned memory, host to host and with managed memory
+ * until the copy is done; from pageable memory to the device until the
+ * source has been staged (the copy itself lands later); device to device
+ * not at all. The Async forms wait only host to host, and the
+ * destination of a deferred copy to host memory reads as 0xff bytes until
+ * the copy has run: the host must synchronise before it reads. */
+static cudaError_t copies(const char *call, const std::vector<Piece> &pieces,
+                          enum cudaMemcpyKind kind, cudaStream_t s, bool blocking) {
+    int dk = -1, sk = -1;
+    size_t total = 0;
+    for (const Piece &p : pieces) {
+        if (p.n == 0) continue;
+        cudaError_t e = check_copy(call, p, kind, &dk, &sk);
+        if (e) return e;
+        total += p.n;
+    }
+    if (total == 0) return cudaSuccess;
+    bool d_dev = dk >= 0 && device_side(dk), s_dev = sk >= 0 && device_side(sk);
+    bool managed = dk == M_MANAGED || sk == M_MANAGED;
+    bool pageable_src = sk < 0;
+    if (blocking) s = nullptr;
+    std::vector<Use> uses;
+    for (const Piece &p : pieces) {
+        uses.push_back(Use{p.dst, p.n});
+        uses.push_back(Use{p.src, p.n});
+    }
+    std::shared_ptr<std::vector<unsigned char>> staged;
+    bool wait = (blocking && (!d_dev || !s_dev || managed)) || (!d_dev && !s_dev);
+    if (blocking && d_dev && !s_dev && pageable_src && !managed) {
+        /* The runtime syncs the stream, stages the pageable source and returns. */
+        sync_stream(s, call);
+        staged = std::make_shared<std::vector<unsigned char>>();
+        for (const Piece &p : pieces)
+            staged->insert(staged->end(), (const unsigned char *)p.src, (const unsigned char *)p.src + p.n);
+        wait = false;
+    }
+    if (!blocking && !d_dev && s_dev && deferred())
+        for (const Piece &p : pieces)
+            if (pending_use(p.dst, p.n).empty()) memset(p.dst, 0xff, p.n);
+    static const char *dir[] = {"host to host", "host to device", "device to host",
+                                "device to device", "by pointer kinds"};
+    char what[160];
+    snprintf(what, sizeof what, "%s of %zu bytes, %s", call, total, dir[kind]);
+    enqueue(s, what, std::move(uses), [=] {
+        size_t off = 0;
+        for (const Piece &p : pieces) {
+            if (p.n == 0) continue;
+            recheck(call, "destination", p.dst, p.n, d_dev);
+            const void *src = staged ? (const void *)(staged->data() + off) : p.src;
+            if (!staged) recheck(call, "source", p.src, p.n, s_dev);
+            memcpy(p.dst, src, p.n);   /* overlapping ranges are reported by AddressSanitizer */
+            off += p.n;
+        }
+    });
+    if (wait) sync_stream(s, call);
+    return cudaSuccess;
+}
+
+static cudaError_t copy(const char *call, void *dst, const void *src, size_t n,
+                        enum cudaMemcpyKind kind, cudaStream_t s, bool blocking) {
+    return copies(call, std::vector<Piece>(1, Piece{dst, src, n}), kind, s, blocking);
+}
+
+static cudaError_t copy_2d(const char *call, void *dst, size_t dpitch, const void *src,
+                           size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
+                           cudaStream_t s, bool blocking) {
+    if (width > dpitch || width > spitch)
+        return fail(cudaErrorInvalidValue, "%s: width %zu exceeds a pitch (%zu, %zu)", call, width, dpitch, spitch);
+    std::vector<Piece> rows;
+    for (size_t r = 0; r < height; r++)
+        rows.push_back(Piece{(char *)dst + r * dpitch, (const char *)src + r * spitch, width});
+    return copies(call, rows, kind, s, blocking);
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
-    return copy("cudaMemcpy", dst, src, n, kind);
+    return copy("cudaMemcpy", dst, src, n, kind, nullptr, true);
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
                             cudaStream_t s) {
-    if (!stream_ok(s)) return bad_stream("cudaMemcpyAsync", s);
-    return copy("cudaMemcpyAsync", dst, src, n, kind);
+    if (!stream_valid(s)) return bad_stream("cudaMemcpyAsync", s);
+    return copy("cudaMemcpyAsync", dst, src, n, kind, s, false);
 }
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind) {
-    if (width > dpitch || width > spitch)
-        return fail(cudaErrorInvalidValue, "cudaMemcpy2D: width %zu exceeds a pitch (%zu, %zu)", width, dpitch, spitch);
-    for (size_t r = 0; r < height; r++) {
-        cudaError_t e = copy("cudaMemcpy2D", (char *)dst + r * dpitch, (const char *)src + r * spitch, width, kind);
-        if (e) return e;
-    }
-    return cudaSuccess;
+    return copy_2d("cudaMemcpy2D", dst, dpitch, src, spitch, width, height, kind, nullptr, true);
 }
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {
-    if (!stream_ok(s)) return bad_stream("cudaMemcpy2DAsync", s);
-    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+    if (!stream_valid(s)) return bad_stream("cudaMemcpy2DAsync", s);
+    return copy_2d("cudaMemcpy2DAsync", dst, dpitch, src, spitch, width, height, kind, s, false);
 }
 cudaError_t cudaMemcpyPeer(void *dst, int, const void *src, int, size_t n) {
-    return copy("cudaMemcpyPeer", dst, src, n, cudaMemcpyDeviceToDevice);
+    return copy("cudaMemcpyPeer", dst, src, n, cudaMemcpyDeviceToDevice, nullptr, true);
 }
 cudaError_t cudaMemcpyPeerAsync(void *dst, int, const void *src, int, size_t n, cudaStream_t s) {
-    if (!stream_ok(s)) return bad_stream("cudaMemcpyPeerAsync", s);
-    return copy("cudaMemcpyPeerAsync", dst, src, n, cudaMemcpyDeviceToDevice);
+    if (!stream_valid(s)) return bad_stream("cudaMemcpyPeerAsync", s);
+    return copy("cudaMemcpyPeerAsync", dst, src, n, cudaMemcpyDeviceToDevice, s, false);
 }
 
-static cudaError_t set(const char *call, void *p, int value, size_t n) {
+/* cudaMemset is as asynchronous as cudaMemsetAsync (on the legacy stream),
+ * except on managed memory. */
+static cudaError_t set(const char *call, void *p, int value, size_t n, cudaStream_t s) {
     if (n == 0) return cudaSuccess;
     cudaError_t e;
     int k = classify(p, n, call, "target", &e);
     if (e) return e;
     if (k < 0 || !device_side(k))
         return fail(cudaErrorInvalidValue, "%s(%p, %zu bytes): not device memory", call, p, n);
-    memset(p, value, n);
+    char what[96];
+    snprintf(what, sizeof what, "%s of %zu bytes", call, n);
+    enqueue(s, what, std::vector<Use>(1, Use{p, n}), [=] {
+        recheck(call, "target", p, n, true);
+        memset(p, value, n);
+    });
+    if (k == M_MANAGED && strcmp(call, "cudaMemset") == 0) sync_stream(s, call);
     return cudaSuccess;
 }
-cudaError_t cudaMemset(void *p, int value, size_t n) { return set("cudaMemset", p, value, n); }
+cudaError_t cudaMemset(void *p, int value, size_t n) { return set("cudaMemset", p, value, n, nullptr); }
 cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s) {
-    if (!stream_ok(s)) return bad_stream("cudaMemsetAsync", s);
-    return set("cudaMemsetAsync", p, value, n);
-}
-
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, int priority) {
-    if (!s) return fail(cudaErrorInvalidValue, "cudaStreamCreate: null pointer");
-    if (device_count() == 0) return fail(cudaErrorNoDevice, "cudaStreamCreate: no device");
-    Stream *st = new Stream{flags, priority, current_device};
-    std::lock_guard<std::mutex> lock(mem_mu);
-    streams.insert(st);
-    *s = (cudaStream_t)st;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithPriority(s, 0, 0); }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
-    return cudaStreamCreateWithPriority(s, flags, 0);
-}
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    std::lock_guard<std::mutex> lock(mem_mu);
-    if (!s || !streams.erase((const void *)s))
-        return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy(%p): not a live stream", (void *)s);
-    delete (Stream *)s;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    return stream_ok(s) ? cudaSuccess : bad_stream("cudaStreamSynchronize", s);
-}
-cudaError_t cudaStreamQuery(cudaStream_t s) {
-    return stream_ok(s) ? cudaSuccess : bad_stream("cudaStreamQuery", s);
-}
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
-    if (!stream_ok(s)) return bad_stream("cudaStreamWaitEvent", s);
-    if (!event_ok(e))
-        return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: event %p is not live", (void *)e);
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
-    if (!e) return fail(cudaErrorInvalidValue, "cudaEventCreate: null pointer");
-    if (device_count() == 0) return fail(cudaErrorNoDevice, "cudaEventCreate: no device");
-    Event *ev = new Event{flags, false, 0.0};
-    std::lock_guard<std::mutex> lock(mem_mu);
-    events.insert(ev);
-    *e = (cudaEvent_t)ev;
-    return cudaSuccess;
-}
-cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    std::lock_guard<std::mutex> lock(mem_mu);
-    if (!e || !events.erase((const void *)e))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy(%p): not a live event", (void *)e);
-    delete (Event *)e;
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    if (!event_ok(e))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: event %p is not live", (void *)e);
-    if (!stream_ok(s)) return bad_stream("cudaEventRecord", s);
-    Event *ev = (Event *)e;
-    ev->recorded = true;
-    ev->t = now();
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int) {
-    return cudaEventRecord(e, s);
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    if (!event_ok(e))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: event %p is not live", (void *)e);
-    return cudaSuccess;
-}
-cudaError_t cudaEventQuery(cudaEvent_t e) {
-    if (!event_ok(e))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: event %p is not live", (void *)e);
-    return cudaSuccess;
-}
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
-    if (!ms) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime: null pointer");
-    if (!event_ok(a) || !event_ok(b))
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event is not live");
-    Event *x = (Event *)a, *y = (Event *)b;
-    if ((x->flags | y->flags) & cudaEventDisableTiming)
-        return fail(cudaErrorInvalidResourceHandle,
-                    "cudaEventElapsedTime: an event was created with cudaEventDisableTiming");
-    if (!x->recorded || !y->recorded)
-        return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event was never recorded");
-    *ms = (float)((y->t - x->t) * 1e3);
-    return cudaSuccess;
+    if (!stream_valid(s)) return bad_stream("cudaMemsetAsync", s);
+    return set("cudaMemsetAsync", p, value, n, s);
 }
 
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {

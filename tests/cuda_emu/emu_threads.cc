@@ -84,6 +84,8 @@ __asm__(
 
 namespace cuda_emu {
 
+const char *running_op();   /* emu_streams.cc: the deferred work running now */
+
 enum { F_READY, F_BARRIER, F_WARP, F_DONE };
 
 struct Fiber {
@@ -163,6 +165,8 @@ void fatal(const char *fmt, ...) {
     if (in_kernel())
         fprintf(stderr, "error: cuda_emu: kernel %s (launched at %s:%d), block (%u,%u,%u): %s\n",
                 S.name, S.file, S.line, blockIdx.x, blockIdx.y, blockIdx.z, msg);
+    else if (running_op())
+        fprintf(stderr, "error: cuda_emu: %s [in %s]\n", msg, running_op());
     else
         fprintf(stderr, "error: cuda_emu: %s\n", msg);
     die_now();
@@ -666,20 +670,9 @@ static void run_block() {
     free_block_shared();
 }
 
-int run_grid(const char *name, const char *file, int line, const void *func, dim3 grid,
-             dim3 block, size_t dyn_smem, cudaStream_t stream, void (*body)(void *), void *ctx);
-
-}  // namespace cuda_emu
-
-/* Defined in emu_runtime.cc. */
-namespace cuda_emu {
-int launch_check(const char *name, const char *file, int line, const void *func, dim3 grid,
-                 dim3 block, size_t dyn_smem, cudaStream_t stream);
-
-int run_grid(const char *name, const char *file, int line, const void *func, dim3 grid,
-             dim3 block, size_t dyn_smem, cudaStream_t stream, void (*body)(void *), void *ctx) {
-    int err = launch_check(name, file, line, func, grid, block, dyn_smem, stream);
-    if (err) return set_error(err);
+/* The launch was checked when it was queued (launch_check); this runs it. */
+void run_grid(const char *name, const char *file, int line, dim3 grid, dim3 block,
+              size_t dyn_smem, void (*body)(void *), void *ctx) {
     std::lock_guard<std::mutex> lock(S.mu);
     if (in_kernel()) fatal("kernel %s launched from inside kernel %s (dynamic parallelism is not emulated)", name, S.name);
     configure();
@@ -711,6 +704,5 @@ int run_grid(const char *name, const char *file, int line, const void *func, dim
     S.dyn = nullptr;
     S.name = nullptr;
     S.n = 0;
-    return 0;
 }
 }  // namespace cuda_emu

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define UNIT_MAIN
 #include "dtype.h"
@@ -588,9 +589,14 @@ TEST(cuda_emu_runtime_refuses_what_a_gpu_refuses) {
     CUDA_CHECK(cudaEventRecord(nt, s));
     CUDA_CHECK(cudaStreamWaitEvent(0, b, 0));
     float ms = -1;
+    /* b may not have happened yet: timing it needs it done */
+    cudaError_t early = cudaEventElapsedTime(&ms, a, b);
+    EXPECT(early == cudaSuccess || early == cudaErrorNotReady);
+    CUDA_CHECK(cudaEventSynchronize(b));
     CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     EXPECT(ms >= 0);
     EXPECT_EQ_INT(cudaEventElapsedTime(&ms, a, nt), cudaErrorInvalidResourceHandle);
+    CUDA_CHECK(cudaDeviceSynchronize());   /* cudaFree below does not wait for queued work */
     CUDA_CHECK(cudaStreamDestroy(s));
     EXPECT_EQ_INT(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
     EXPECT_EQ_INT(cudaFree(d + 1), cudaErrorInvalidValue);
@@ -598,6 +604,279 @@ TEST(cuda_emu_runtime_refuses_what_a_gpu_refuses) {
     EXPECT_EQ_INT(cudaFree(d), cudaErrorInvalidValue);
     (void)cudaGetLastError();
     cudaEventDestroy(a); cudaEventDestroy(b); cudaEventDestroy(nt);
+}
+
+/* ---- the stream model (emu_streams.cc) ----------------------------------------------------------------------
+ * Each test holds under any order CUDA allows; the ones marked "deferred"
+ * also check that the default mode delays work as long as it may, which is
+ * what makes a missing dependency show (EMU_STREAMS=sync skips those checks). */
+namespace cuda_emu {
+bool deferred();
+}
+
+__global__ void affine(float *x, float a, float b, int n) {   /* x = a x + b */
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = a * x[i] + b;
+}
+__global__ void copy_plus(const float *x, float *y, float b, int n) {   /* y = x + b */
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + b;
+}
+
+/* One element of device memory, read on the host after all work is done. */
+static float settled(const float *d) {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    float h;
+    down(&h, d, 1);
+    return h;
+}
+
+TEST(cuda_emu_streams_keep_the_order_of_each_stream) {
+    const int n = 40, S = 3, K = 12;
+    cudaStream_t s[S];
+    float *x[S];
+    for (int k = 0; k < S; k++) {
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
+        x[k] = dalloc<float>(n);
+    }
+    for (int round = 0; round < 10; round++) {
+        float want[S];
+        for (int k = 0; k < S; k++) {
+            LAUNCH(fill, 1, 64, 0, s[k], x[k], (float)k, n);
+            want[k] = (float)k;
+        }
+        /* x = 2x + j does not commute with itself for different j: any
+         * reordering within a stream changes the result */
+        for (int j = 0; j < K; j++)
+            for (int k = 0; k < S; k++) {
+                LAUNCH(affine, 1, 64, 0, s[k], x[k], 2.0f, (float)(j + round), n);
+                want[k] = 2.0f * want[k] + (float)(j + round);
+            }
+        CUDA_CHECK(cudaDeviceSynchronize());
+        for (int k = 0; k < S; k++) {
+            float h[40];
+            down(h, x[k], n);
+            for (int i = 0; i < n; i++)
+                if (h[i] != want[k]) {
+                    UNIT_FAIL("round %d stream %d element %d: %g, expected %g", round, k, i, h[i], want[k]);
+                    break;
+                }
+        }
+    }
+    for (int k = 0; k < S; k++) {
+        CUDA_CHECK(cudaStreamDestroy(s[k]));
+        CUDA_CHECK(cudaFree(x[k]));
+    }
+}
+
+TEST(cuda_emu_streams_event_waits_order_work_across_streams) {
+    const int n = 100;
+    cudaStream_t a, b;
+    cudaEvent_t e;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    float *x = dalloc<float>(n), *y = dalloc<float>(n), h[100];
+    for (int round = 0; round < 20; round++) {
+        /* a: x = round, then 3x + 1; b waits for that, then y = x + 1, and
+         * a waits for b before the next round writes x again */
+        LAUNCH(fill, 1, 128, 0, a, x, (float)round, n);
+        LAUNCH(affine, 1, 128, 0, a, x, 3.0f, 1.0f, n);
+        CUDA_CHECK(cudaEventRecord(e, a));
+        CUDA_CHECK(cudaStreamWaitEvent(b, e, 0));
+        LAUNCH(copy_plus, 1, 128, 0, b, x, y, 1.0f, n);
+        CUDA_CHECK(cudaEventRecord(e, b));
+        CUDA_CHECK(cudaStreamWaitEvent(a, e, 0));
+        CUDA_CHECK(cudaMemcpyAsync(h, y, sizeof h, cudaMemcpyDeviceToHost, a));
+        CUDA_CHECK(cudaStreamSynchronize(a));
+        for (int i = 0; i < n; i++)
+            if (h[i] != 3.0f * round + 2.0f) {
+                UNIT_FAIL("round %d: y[%d] = %g, expected %g", round, i, h[i], 3.0f * round + 2.0f);
+                break;
+            }
+    }
+    cudaEventDestroy(e);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    cudaFree(x);
+    cudaFree(y);
+}
+
+/* A wait is for the record of the event made before it; recording the
+ * event again later does not move the wait. */
+TEST(cuda_emu_streams_event_wait_is_for_the_record_before_it_not_a_later_one) {
+    cudaStream_t a, b;
+    cudaEvent_t e;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    float *x = dalloc<float>(1), *z = dalloc<float>(1), *y = dalloc<float>(2);
+    LAUNCH(fill, 1, 1, 0, a, x, 1.0f, 1);
+    CUDA_CHECK(cudaEventRecord(e, a));
+    CUDA_CHECK(cudaStreamWaitEvent(b, e, 0));
+    LAUNCH(fill, 1, 1, 0, a, z, 5.0f, 1);   /* after the first record only */
+    CUDA_CHECK(cudaEventRecord(e, a));
+    LAUNCH(copy_plus, 1, 1, 0, b, x, y, 0.0f, 1);       /* ordered after x = 1 */
+    LAUNCH(copy_plus, 1, 1, 0, b, z, y + 1, 0.0f, 1);   /* not ordered after z = 5 */
+    CUDA_CHECK(cudaStreamSynchronize(b));
+    float h[2];
+    CUDA_CHECK(cudaMemcpyAsync(h, y, sizeof h, cudaMemcpyDeviceToHost, b));
+    CUDA_CHECK(cudaStreamSynchronize(b));
+    EXPECT(h[0] == 1.0f);
+    if (cuda_emu::deferred()) EXPECT(isnan(h[1]));   /* z was never written before b read it */
+    EXPECT(settled(z) == 5.0f);
+    cudaEventDestroy(e);
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    cudaFree(x); cudaFree(y); cudaFree(z);
+}
+
+TEST(cuda_emu_streams_non_blocking_streams_are_not_ordered_with_the_legacy_stream) {
+    cudaStream_t nb;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    float *x = dalloc<float>(1), *y = dalloc<float>(1);
+    LAUNCH(fill, 1, 1, 0, nb, x, 7.0f, 1);
+    CUDA_CHECK(cudaStreamSynchronize(nb));
+    /* legacy writes x, the non-blocking stream reads it: no order */
+    LAUNCH(fill, 1, 1, 0, 0, x, 1.0f, 1);
+    LAUNCH(copy_plus, 1, 1, 0, nb, x, y, 0.0f, 1);
+    CUDA_CHECK(cudaStreamSynchronize(nb));
+    float got;
+    CUDA_CHECK(cudaMemcpyAsync(&got, y, 4, cudaMemcpyDeviceToHost, nb));
+    CUDA_CHECK(cudaStreamSynchronize(nb));
+    EXPECT(got == 7.0f || got == 1.0f);
+    if (cuda_emu::deferred()) EXPECT(got == 7.0f);   /* the legacy write came later */
+    EXPECT(settled(x) == 1.0f);
+    /* and the other way: the non-blocking stream writes, legacy reads */
+    LAUNCH(fill, 1, 1, 0, nb, x, 2.0f, 1);
+    LAUNCH(copy_plus, 1, 1, 0, 0, x, y, 0.0f, 1);
+    down(&got, y, 1);   /* waits for the legacy stream only */
+    EXPECT(got == 1.0f || got == 2.0f);
+    if (cuda_emu::deferred()) EXPECT(got == 1.0f);
+    EXPECT(settled(x) == 2.0f);
+    cudaStreamDestroy(nb);
+    cudaFree(x);
+    cudaFree(y);
+}
+
+TEST(cuda_emu_streams_blocking_streams_are_ordered_with_the_legacy_stream) {
+    cudaStream_t bl[2];
+    CUDA_CHECK(cudaStreamCreate(&bl[0]));   /* blocking, like the per-thread default stream */
+    bl[1] = cudaStreamPerThread;
+    float *x = dalloc<float>(1), *y = dalloc<float>(1);
+    for (int k = 0; k < 2; k++)
+        for (int round = 0; round < 5; round++) {
+            float v = (float)(10 * k + round), got;
+            LAUNCH(fill, 1, 1, 0, 0, x, v, 1);                 /* legacy, then ... */
+            LAUNCH(copy_plus, 1, 1, 0, bl[k], x, y, 1.0f, 1);   /* ... a blocking stream */
+            CUDA_CHECK(cudaMemcpyAsync(&got, y, 4, cudaMemcpyDeviceToHost, bl[k]));
+            CUDA_CHECK(cudaStreamSynchronize(bl[k]));
+            EXPECT(got == v + 1.0f);
+            LAUNCH(fill, 1, 1, 0, bl[k], x, v + 5.0f, 1);      /* a blocking stream, then ... */
+            LAUNCH(copy_plus, 1, 1, 0, 0, x, y, 0.0f, 1);      /* ... legacy */
+            down(&got, y, 1);
+            EXPECT(got == v + 5.0f);
+        }
+    cudaStreamDestroy(bl[0]);
+    cudaFree(x);
+    cudaFree(y);
+}
+
+/* Every way of waiting makes the results visible to the host; before it,
+ * a deferred copy's destination holds 0xff bytes. */
+TEST(cuda_emu_streams_synchronisation_makes_results_visible) {
+    cudaStream_t s;
+    cudaEvent_t e;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&e));
+    float *x = dalloc<float>(64), h[64];
+    for (int way = 0; way < 5; way++) {
+        LAUNCH(fill, 1, 64, 0, s, x, (float)way, 64);
+        LAUNCH(affine, 1, 64, 0, s, x, 1.0f, 1.0f, 64);
+        CUDA_CHECK(cudaMemcpyAsync(h, x, sizeof h, cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaEventRecord(e, s));
+        if (cuda_emu::deferred()) EXPECT(isnan(h[0]) && isnan(h[63]));
+        int polls = 0;
+        switch (way) {
+        case 0: CUDA_CHECK(cudaStreamSynchronize(s)); break;
+        case 1: CUDA_CHECK(cudaEventSynchronize(e)); break;
+        case 2: CUDA_CHECK(cudaDeviceSynchronize()); break;
+        case 3:
+            while (cudaStreamQuery(s) == cudaErrorNotReady) polls++;
+            CUDA_CHECK(cudaGetLastError());
+            break;
+        case 4:
+            while (cudaEventQuery(e) == cudaErrorNotReady) polls++;
+            break;
+        }
+        /* a query moves the queried work on by one operation */
+        if (way >= 3 && cuda_emu::deferred()) EXPECT(polls >= 1);
+        for (int i = 0; i < 64; i++)
+            if (h[i] != way + 1.0f) {
+                UNIT_FAIL("way %d: h[%d] = %g, expected %g", way, i, h[i], way + 1.0f);
+                break;
+            }
+    }
+    cudaEventDestroy(e);
+    cudaStreamDestroy(s);
+    cudaFree(x);
+}
+
+/* The bug a real H100 run found: buffers zeroed with cudaMemset (legacy
+ * stream) and written at once on a non-blocking stream. The memset may land
+ * after the writes; the deferred mode makes it. */
+TEST(cuda_emu_streams_legacy_memset_may_land_after_non_blocking_writes) {
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *w = dalloc<float>(8);
+    CUDA_CHECK(cudaMemset(w, 0, 8 * sizeof(float)));
+    LAUNCH(fill, 1, 8, 0, s, w, 3.0f, 8);   /* "load the weights" */
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    float got = settled(w);
+    EXPECT(got == 0.0f || got == 3.0f);
+    if (cuda_emu::deferred()) EXPECT(got == 0.0f);   /* the weights are lost */
+    /* the fix: zero on the stream that uses the buffer */
+    CUDA_CHECK(cudaMemsetAsync(w, 0, 8 * sizeof(float), s));
+    LAUNCH(fill, 1, 8, 0, s, w, 3.0f, 8);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    EXPECT(settled(w) == 3.0f);
+    cudaStreamDestroy(s);
+    cudaFree(w);
+}
+
+/* A stream destroyed with work queued finishes it, as CUDA promises. */
+TEST(cuda_emu_streams_destroyed_with_work_queued_still_run_it) {
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *x = dalloc<float>(4);
+    LAUNCH(fill, 1, 4, 0, s, x, 9.0f, 4);
+    CUDA_CHECK(cudaStreamDestroy(s));
+    EXPECT_EQ_INT(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+    (void)cudaGetLastError();
+    EXPECT(settled(x) == 9.0f);
+    cudaFree(x);
+}
+
+/* cuBLAS runs on its handle's stream, after the kernels queued before it. */
+TEST(cuda_emu_streams_cublas_runs_in_order_on_its_handles_stream) {
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cublasHandle_t h;
+    CUBLAS_CHECK(cublasCreate(&h));
+    CUBLAS_CHECK(cublasSetStream(h, s));
+    const int m = 5;
+    float *A = dalloc<float>(m * m), *B = dalloc<float>(m * m), *C = dalloc<float>(m * m), hc[25];
+    const float one = 1.0f, zero = 0.0f;
+    LAUNCH(fill, 1, 32, 0, s, A, 2.0f, m * m);
+    LAUNCH(fill, 1, 32, 0, s, B, 3.0f, m * m);
+    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, A, m, B, m, &zero, C, m));
+    LAUNCH(affine, 1, 32, 0, s, C, 1.0f, 1.0f, m * m);
+    CUDA_CHECK(cudaMemcpyAsync(hc, C, sizeof hc, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < m * m; i++) EXPECT(hc[i] == 2.0f * 3.0f * m + 1.0f);
+    CUBLAS_CHECK(cublasDestroy(h));
+    cudaStreamDestroy(s);
+    cudaFree(A); cudaFree(B); cudaFree(C);
 }
 
 /* ---- NCCL over MPI --------------------------------------------------------------------------------------------------------- */
@@ -689,4 +968,93 @@ TEST(cuda_emu_nccl_split_communicators_are_independent) {
     NCCL_CHECK(ncclCommDestroy(c));
     MPI_Comm_free(&half);
     cudaFree(d);
+}
+
+/* Deferred collectives and blocking host MPI: rank 0 has an all-reduce in
+ * flight and a second one queued behind it when it enters MPI_Barrier (the
+ * other ranks start late, so the first cannot have completed); the other
+ * ranks wait for the second one before they reach the barrier. A GPU runs
+ * the queued collective while its host blocks; the emulator must too
+ * (emu_mpi.cc), or this deadlocks. */
+TEST(cuda_emu_nccl_ranks_blocked_in_host_mpi_keep_collectives_moving) {
+    int r = unit_dist.rank, n = unit_dist.world;
+    CUDA_CHECK(cudaSetDevice(r));
+    ncclUniqueId id;
+    if (r == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclComm_t c;
+    NCCL_CHECK(ncclCommInitRank(&c, n, id, r));
+    cudaStream_t s, t;
+    cudaEvent_t e;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    float *a = dalloc<float>(16), *b = dalloc<float>(16), h[16];
+    for (int round = 0; round < 3; round++) {
+        if (r != 0) usleep(100 * 1000);
+        LAUNCH(fill, 1, 16, 0, s, a, (float)(r + 1), 16);
+        NCCL_CHECK(ncclAllReduce(a, a, 16, ncclFloat32, ncclSum, c, s));
+        CUDA_CHECK(cudaEventRecord(e, s));
+        CUDA_CHECK(cudaStreamWaitEvent(t, e, 0));
+        LAUNCH(affine, 1, 16, 0, t, a, 2.0f, 0.0f, 16);
+        NCCL_CHECK(ncclAllReduce(a, b, 16, ncclFloat32, ncclSum, c, t));
+        CUDA_CHECK(cudaMemcpyAsync(h, b, sizeof h, cudaMemcpyDeviceToHost, t));
+        if (r == 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            CUDA_CHECK(cudaStreamSynchronize(t));
+        } else {
+            CUDA_CHECK(cudaStreamSynchronize(t));
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        float want = 2.0f * n * (n * (n + 1) / 2.0f);
+        for (int i = 0; i < 16; i++) EXPECT(h[i] == want);
+    }
+    NCCL_CHECK(ncclCommDestroy(c));
+    cudaEventDestroy(e);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(t);
+    cudaFree(a);
+    cudaFree(b);
+}
+
+/* Collectives of one communicator on two unordered streams, of different
+ * sizes: every rank must run them in the order they were called (as NCCL
+ * does), whatever order the streams' work is drawn in. Rank 0 calls the
+ * third while the second still waits behind the first (the other ranks
+ * start late), and the other ranks run the second before they call the
+ * third: only that rule keeps rank 0 from starting the third first. */
+TEST(cuda_emu_nccl_collectives_of_one_communicator_run_in_call_order_across_streams) {
+    int r = unit_dist.rank, n = unit_dist.world;
+    CUDA_CHECK(cudaSetDevice(r));
+    ncclUniqueId id;
+    if (r == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    ncclComm_t c;
+    NCCL_CHECK(ncclCommInitRank(&c, n, id, r));
+    cudaStream_t s[2];
+    for (int k = 0; k < 2; k++) CUDA_CHECK(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
+    float *w = dalloc<float>(20), *x = dalloc<float>(10), *y = dalloc<float>(30);
+    float hw[20], hx[10], hy[30];
+    for (int round = 0; round < 5; round++) {
+        if (r != 0) usleep(20 * 1000);
+        LAUNCH(fill, 1, 32, 0, s[0], w, 1.0f, 20);
+        LAUNCH(fill, 1, 32, 0, s[0], x, (float)(r + round), 10);
+        LAUNCH(fill, 1, 32, 0, s[1], y, (float)(10 * r), 30);
+        NCCL_CHECK(ncclAllReduce(w, w, 20, ncclFloat32, ncclSum, c, s[0]));
+        NCCL_CHECK(ncclAllReduce(x, x, 10, ncclFloat32, ncclSum, c, s[0]));
+        if (r != 0) CUDA_CHECK(cudaStreamSynchronize(s[0]));   /* the second, before the third */
+        NCCL_CHECK(ncclAllReduce(y, y, 30, ncclFloat32, ncclMax, c, s[1]));
+        CUDA_CHECK(cudaMemcpyAsync(hw, w, sizeof hw, cudaMemcpyDeviceToHost, s[0]));
+        CUDA_CHECK(cudaMemcpyAsync(hx, x, sizeof hx, cudaMemcpyDeviceToHost, s[0]));
+        CUDA_CHECK(cudaMemcpyAsync(hy, y, sizeof hy, cudaMemcpyDeviceToHost, s[1]));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        for (int i = 0; i < 20; i++) EXPECT(hw[i] == (float)n);
+        for (int i = 0; i < 10; i++) EXPECT(hx[i] == n * (n - 1) / 2.0f + n * round);
+        for (int i = 0; i < 30; i++) EXPECT(hy[i] == 10.0f * (n - 1));
+    }
+    NCCL_CHECK(ncclCommDestroy(c));
+    for (int k = 0; k < 2; k++) cudaStreamDestroy(s[k]);
+    cudaFree(w);
+    cudaFree(x);
+    cudaFree(y);
 }

@@ -1,7 +1,10 @@
 /* cuda_emu_core.h: the emulator's thread model, used by cuda_runtime.h.
  *
- * A launch runs the blocks of the grid one after the other on the calling
- * OS thread. Within a block every CUDA thread is a fiber with its own stack;
+ * A launch is checked when it is called and queued on its stream, with a
+ * copy of its arguments (emu_streams.cc decides when it runs: at once with
+ * EMU_STREAMS=sync, when something forces it with the default, defer).
+ * It runs the blocks of the grid one after the other on the calling OS
+ * thread. Within a block every CUDA thread is a fiber with its own stack;
  * the scheduler resumes each runnable fiber in turn and a fiber runs until it
  * reaches __syncthreads(), a warp-level operation, or the end of the kernel.
  * So a missing barrier shows: the first thread runs far ahead and reads
@@ -26,6 +29,9 @@
  */
 #ifndef CUDA_EMU_CORE_H
 #define CUDA_EMU_CORE_H
+
+#include <functional>
+#include <vector>
 
 namespace cuda_emu {
 
@@ -63,9 +69,17 @@ void *shared_var(const void *key, size_t size, size_t align, const char *name);
 /* Fatal error with the current kernel's context. */
 [[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Run a grid: body(ctx) for every thread. Returns the launch error. */
-int run_grid(const char *name, const char *file, int line, const void *func, dim3 grid,
-             dim3 block, size_t dyn_smem, cudaStream_t stream, void (*body)(void *), void *ctx);
+/* The checks a GPU makes at the launch (configuration, stream): the error,
+ * or 0. */
+int launch_check(const char *name, const char *file, int line, const void *func, dim3 grid,
+                 dim3 block, size_t dyn_smem, cudaStream_t stream);
+/* Run a grid now: body(ctx) for every thread. */
+void run_grid(const char *name, const char *file, int line, dim3 grid, dim3 block,
+              size_t dyn_smem, void (*body)(void *), void *ctx);
+/* Queue a checked launch on its stream (emu_streams.cc); `pointers` are its
+ * pointer arguments, which cudaFree checks against. */
+void queue_kernel(const char *name, const char *file, int line, cudaStream_t stream,
+                  std::vector<const void *> pointers, std::function<void()> run);
 /* 0 when p is null or inside memory a kernel may touch (device, managed,
  * pinned host); otherwise prints why and returns 1. */
 int check_kernel_pointer(const char *kernel, const char *file, int line, int index,
@@ -117,10 +131,25 @@ static inline int check_params(const char *k, const char *f, int l, const Tuple 
     return (0 + ... + check_param(k, f, l, (int)I + 1, std::get<I>(t)));
 }
 
+template <class P> static inline void add_pointer(std::vector<const void *> &v, const P &p) {
+    if constexpr (std::is_pointer<P>::value &&
+                  !std::is_function<typename std::remove_pointer<P>::type>::value)
+        if (p) v.push_back((const void *)p);
+}
+
+template <class Tuple, size_t... I>
+static inline std::vector<const void *> pointer_params(const Tuple &t, std::index_sequence<I...>) {
+    std::vector<const void *> v;
+    (add_pointer(v, std::get<I>(t)), ...);
+    return v;
+}
+
 /* The launch: LAUNCH(kernel, grid, block, smem, stream, args...) in
  * cuda_common.cuh expands to cuda_emu_launch(...), which lands here. The
- * arguments convert to the kernel's parameter types as in a call; each
- * thread gets its own copies (kernels may modify their parameters). */
+ * arguments convert to the kernel's parameter types as in a call and are
+ * kept with the queued launch; each thread gets its own copies (kernels may
+ * modify their parameters). The pointers are checked at the launch and
+ * again when the kernel runs (the memory may have been freed since). */
 template <class... P, class... A>
 static inline void launch(const char *name, const char *file, int line, void (*kernel)(P...),
                           dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A &&...args) {
@@ -132,12 +161,26 @@ static inline void launch(const char *name, const char *file, int line, void (*k
         fatal("kernel %s launched at %s:%d with a pointer the GPU cannot read (see above)",
               name, file, line);
     }
-    struct Ctx { void (*k)(P...); Params *p; } ctx = {kernel, &params};
-    auto body = [](void *c) {
-        Ctx *x = (Ctx *)c;
-        std::apply(x->k, *x->p);   /* copies each argument into the call */
+    int err = launch_check(name, file, line, (const void *)kernel, grid, block, smem, stream);
+    if (err) {
+        set_error(err);
+        return;
+    }
+    auto run = [=]() mutable {
+        if (check_params(name, file, line, params, std::index_sequence_for<P...>{})) {
+            set_error(cudaErrorIllegalAddress);
+            fatal("kernel %s launched at %s:%d ran after memory it was given had been freed "
+                  "(see above)", name, file, line);
+        }
+        struct Ctx { void (*k)(P...); Params *p; } ctx = {kernel, &params};
+        auto body = [](void *c) {
+            Ctx *x = (Ctx *)c;
+            std::apply(x->k, *x->p);   /* copies each argument into the call */
+        };
+        run_grid(name, file, line, grid, block, smem, body, &ctx);
     };
-    run_grid(name, file, line, (const void *)kernel, grid, block, smem, stream, body, &ctx);
+    queue_kernel(name, file, line, stream, pointer_params(params, std::index_sequence_for<P...>{}),
+                 run);
 }
 
 }  // namespace cuda_emu

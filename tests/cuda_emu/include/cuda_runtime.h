@@ -7,7 +7,9 @@
  * types, intrinsics, the launch) and the runtime API. Kernels run on the CPU:
  * each CUDA thread is a fiber, the threads of one block take turns on one OS
  * thread and switch only at barriers and warp-level operations, and the blocks
- * of a grid run one after the other. All runtime calls are synchronous. */
+ * of a grid run one after the other. Kernels, copies, memsets and library
+ * calls are queued on their streams and run when the emulator's stream model
+ * says (emu_streams.cc; EMU_STREAMS=sync runs each at its call). */
 #ifndef CUDA_EMU_CUDA_RUNTIME_H
 #define CUDA_EMU_CUDA_RUNTIME_H
 
@@ -21,9 +23,13 @@
 #include <string.h>
 
 #include <cmath>
+#include <functional>   /* these before the qualifiers below: libstdc++ uses __noinline__ */
+#include <memory>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #define CUDART_VERSION 13000
 #define CUDA_VERSION 13000

@@ -7,10 +7,11 @@
  * the user's buffers into fp32 (or the integer type) scratch, reduce over
  * MPI in fp32 and round a bf16 result once, and copy back, so in-place
  * calls work and AddressSanitizer checks every access to the suite's
- * buffers. Between ncclGroupStart and ncclGroupEnd calls are queued; the end
- * posts every receive and send at once, then runs the collectives in order,
- * so a group of sends and receives never deadlocks. Like NCCL, two ranks of
- * one communicator on the same device are refused. */
+ * buffers. Each call (or group, between ncclGroupStart and ncclGroupEnd) is
+ * queued on its stream like a kernel; when it runs it posts every receive
+ * and send at once, then the collectives in order, so a group of sends and
+ * receives never deadlocks. Like NCCL, two ranks of one communicator on the
+ * same device are refused. */
 #ifndef CUDA_EMU_NCCL_H
 #define CUDA_EMU_NCCL_H
 

@@ -1,0 +1,5 @@
+# 02_allreduce's part of make demo (sourced by scripts/demo.sh, which defines
+# step): every all-reduce algorithm on 4 ranks, then time against 2 to 8 ranks.
+step mpirun -np 4 ./02_allreduce/allreduce --device cpu --op allreduce --algo all \
+    --minbytes 1K --maxbytes 16M --stepfactor 4 --csv plots/data/allreduce.csv
+step bash 02_allreduce/sweep_ranks.sh plots/data/allreduce_ranks.csv 1M --device cpu --iters 10

@@ -1,0 +1,200 @@
+/* cost.c: the cost model of a 4D-parallel step (see cost.h). Per micro-batch
+ * on the fullest stage: compute (GEMMs, attention, memory-bound kernels,
+ * recomputation) and the tensor-, context- and pipeline-parallel transfers it
+ * waits for; per step: m micro-batches, the pipeline bubble, the
+ * data-parallel gradient synchronisation that backward did not hide, and the
+ * optimizer. */
+#include "cost.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const sched_name[3] = {"gpipe", "1f1b", "interleaved"};
+const char *const recompute_name[4] = {"none", "selective", "full", "block"};
+
+int cost_cluster(cluster_t *c, const char *preset) {
+    memset(c, 0, sizeof *c);
+    if (strcmp(preset, "h100") != 0) return -1;
+    /* H100 SXM nodes of 8 GPUs (Llama 3's training cluster). Measured on one
+     * H100 with this suite's tools at Llama 3 405B's per-GPU shapes under TP 8
+     * (shipped in 01_matmul_hfu/reference/h100_llama405b_tp8_shapes.jsonl): bf16 GEMMs
+     * 66-80% of the peak, 76% weighted by their FLOPs; causal flash attention
+     * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s. */
+    snprintf(c->name, sizeof c->name, "H100 SXM 80GB, 8 per node");
+    c->peak = 989.4e12;
+    c->mem = 80e9;
+    c->node = 8;
+    c->intra_bw = 360e9;     /* NVLink 4: 450 GB/s each way; a ring all-reduce reaches ~80% */
+    c->intra_lat = 5e-6;
+    c->inter_bw = 40e9;      /* a 400 Gb/s NIC per GPU (50 GB/s), ~80% reached */
+    c->inter_lat = 10e-6;
+    c->mem_bw = 3.0e12;
+    c->gemm_eff = 0.76;
+    c->attn_eff = 0.48;
+    c->dp_overlap = 0.5;
+    c->cp_overlap = 1.0;
+    c->tp_overlap = 0.0;
+    c->elementwise = 24;
+    c->mem_headroom = 0.9;
+    return 0;
+}
+
+/* The link between ranks that are `stride` apart in the mesh, for a group of
+ * `span` consecutive mesh positions: inside a node when the whole group is. */
+static void link_of(const cluster_t *c, int span, double *bw, double *lat) {
+    int inside = span <= c->node;
+    *bw = inside ? c->intra_bw : c->inter_bw;
+    *lat = inside ? c->intra_lat : c->inter_lat;
+}
+
+/* A ring collective over n ranks moving `bus` bytes per rank in `steps`
+ * steps. */
+static double ring_time(int steps, double bus, double bw, double lat) { return steps * lat + bus / bw; }
+
+double cost_acts_per_layer(const model_config_t *c, const par_t *p, double tokens) {
+    double es = p->dtype_bytes, tp = p->tp, hd = c->head_dim;
+    double Hl = c->heads / tp, KVl = c->kv_heads % p->tp == 0 ? c->kv_heads / tp : 1, Fl = c->ffn / tp;
+    double rdiv = p->sp ? tp : 1;   /* the residual stream's rows under sequence parallelism */
+    /* x, xn1, h, xn2 (R rows of C), rstd1, rstd2 (fp32 per R row);
+     * q, att (H hd), k, v (KV hd), u1, u3, g (F) on all rows; lse (fp32, H per row) */
+    double per_token = es * 4 * c->dim / rdiv + 4.0 * 2 / rdiv +
+                       es * ((p->recompute == RECOMPUTE_SELECTIVE ? 1 : 2) * Hl * hd + 2 * KVl * hd + 3 * Fl) +
+                       4.0 * Hl;
+    return per_token * tokens;
+}
+
+int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const par_t *p,
+              cost_t *o) {
+    memset(o, 0, sizeof *o);
+    const model_config_t *c = cfg;
+    const int tp = p->tp, cp = p->cp, pp = p->pp, dp = p->dp, v = p->vpp;
+    const double es = p->dtype_bytes, C = c->dim, hd = c->head_dim, L = c->layers;
+    const int N = tp * cp * pp * dp;
+#define REJECT(...) do { snprintf(o->why, sizeof o->why, __VA_ARGS__); return -1; } while (0)
+    if (c->heads % tp) REJECT("tp %d does not divide the %d heads", tp, c->heads);
+    if (c->kv_heads % tp && tp % c->kv_heads) REJECT("tp %d neither divides nor is a multiple of the %d kv-heads", tp, c->kv_heads);
+    if (c->ffn % tp || c->vocab % tp) REJECT("tp %d does not divide ffn %d or vocab %d", tp, c->ffn, c->vocab);
+    if (c->seq % (cp > 1 ? 2 * cp : 1)) REJECT("the sequence of %d does not cut into 2 x cp %d chunks", c->seq, cp);
+    if (p->sp && tp < 2) REJECT("sequence parallelism needs tp >= 2");
+    if (batch % ((long)dp * p->mbs)) REJECT("batch %ld is not divisible by dp %d x micro-batch %d", batch, dp, p->mbs);
+    const int m = (int)(batch / ((long)dp * p->mbs));
+    o->micro = m;
+    if (pp > 1 && p->schedule != SCHED_GPIPE && m < pp)
+        REJECT("too little batch for the pipeline: %d micro-batches for %d stages", m, pp);
+    int stage_layers = (c->layers + pp - 1) / pp;   /* the fullest stage */
+    if (p->schedule == SCHED_INTERLEAVED) {
+        if (v < 2) REJECT("the interleaved schedule needs 2 or more chunks per stage");
+        if (stage_layers % v) REJECT("%d layers per stage do not cut into %d chunks", stage_layers, v);
+        if (m % pp) REJECT("interleaving needs the %d micro-batches to be a multiple of the %d stages", m, pp);
+    } else if (v != 1) {
+        REJECT("chunks per stage need the interleaved schedule");
+    }
+    if (stage_layers < 1 || pp > c->layers) REJECT("%d stages for %d layers", pp, c->layers);
+
+    /* ---- parameters of the fullest stage's GPU ---- */
+    double Hl = c->heads / (double)tp, KVl = c->kv_heads % tp == 0 ? c->kv_heads / (double)tp : 1;
+    double Fl = c->ffn / (double)tp, Vl = c->vocab / (double)tp;
+    double layer_mm = C * Hl * hd + 2 * C * KVl * hd + Hl * hd * C + 3 * C * Fl;   /* matmul weights */
+    double layer_p = layer_mm + 2 * C;
+    double head_p = pp == 1 ? Vl * C * 2 + C : Vl * C + C;   /* the last stage: lm_head (+ embedding when alone) */
+    double P = stage_layers * layer_p + head_p;
+    o->params_gpu = (long long)P;
+
+    /* ---- memory ---- */
+    double shard = p->zero >= 1 ? dp : 1;
+    o->mem_weights = p->zero == 3 ? es * P / dp + 2 * es * layer_p : es * P;
+    o->mem_grads = p->zero >= 2 ? 4 * P / dp + 2 * 4 * layer_p : 4 * P;
+    o->mem_optim = 12 * P / shard;
+    double tokens = (double)p->mbs * c->seq / cp;   /* this rank's tokens of a micro-batch */
+    double per_layer = cost_acts_per_layer(c, p, tokens);
+    double inflight = p->schedule == SCHED_GPIPE ? m : (m < pp ? m : pp);
+    if (p->schedule == SCHED_INTERLEAVED) inflight *= 1.0 + (pp - 1.0) / (pp * v);
+    /* recomputed layers keep only their input */
+    double input = es * C / (p->sp ? tp : 1) * tokens;
+    int rec_layers = p->recompute == RECOMPUTE_FULL ? stage_layers
+                   : p->recompute == RECOMPUTE_BLOCK ? p->recompute_layers : 0;
+    if (rec_layers > stage_layers) REJECT("%d recomputed layers of %d per stage", rec_layers, stage_layers);
+    o->mem_acts = inflight * (rec_layers * input + (stage_layers - rec_layers) * per_layer)
+                + (rec_layers ? per_layer : 0)                        /* the layer being recomputed */
+                + per_layer                                          /* backward's scratch */
+                + tokens * Vl * es * 2;                              /* logits and their gradient */
+    o->mem_total = o->mem_weights + o->mem_grads + o->mem_optim + o->mem_acts;
+    if (o->mem_total > cl->mem * cl->mem_headroom)
+        REJECT("out of memory: %.1f GB per GPU (weights %.1f, grads %.1f, optimizer %.1f, activations %.1f) > %.0f%% of %.0f GB",
+               o->mem_total / 1e9, o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9,
+               o->mem_acts / 1e9, 100 * cl->mem_headroom, cl->mem / 1e9);
+
+    /* ---- compute of one micro-batch on the last stage (it has the head) ---- */
+    double gemm_fwd = 2 * tokens * (stage_layers * layer_mm + C * Vl);
+    double attn_fwd = 2.0 * p->mbs * ((double)c->seq * c->seq / cp) * Hl * hd;   /* causal, per layer */
+    double t_gemm = 3 * gemm_fwd / (cl->peak * cl->gemm_eff);
+    double t_attn = stage_layers * 3.5 * attn_fwd / (cl->peak * cl->attn_eff);
+    double t_elem = tokens * stage_layers * cl->elementwise * es * (C + Fl) / cl->mem_bw;
+    double t_rec = 0, rec_flops = 0;
+    if (rec_layers) {   /* one more forward of the recomputed layers */
+        double share = (double)rec_layers / stage_layers, layers_fwd = 2 * tokens * stage_layers * layer_mm;
+        t_rec = share * (layers_fwd / (cl->peak * cl->gemm_eff) + t_attn / 3.5 + t_elem / 3);
+        rec_flops = share * (layers_fwd + stage_layers * attn_fwd);
+    } else if (p->recompute == RECOMPUTE_SELECTIVE) {
+        t_rec = t_attn / 3.5;
+        rec_flops = stage_layers * attn_fwd;
+    }
+
+    /* ---- communication of one micro-batch ---- */
+    double bw, lat, t_tp = 0, t_cp = 0, t_pp = 0;
+    if (tp > 1) {   /* 2 collectives forward and 2 backward per layer (3 forward when recomputed) */
+        link_of(cl, tp, &bw, &lat);
+        double X = tokens * C * es;
+        double per = ring_time(2 * (tp - 1), 2.0 * (tp - 1) / tp * X, bw, lat);
+        double n = stage_layers * 4 + rec_layers * 2 + 3;   /* + embedding, head */
+        t_tp = n * per * (1 - cl->tp_overlap);
+    }
+    if (cp > 1) {   /* ring attention: cp - 1 key/value blocks forward, twice as many backward */
+        link_of(cl, tp * cp, &bw, &lat);
+        double kv = tokens * 2 * KVl * hd * es;
+        double comm = 3 * (cp - 1) * (lat + kv / bw);
+        double hide = cl->cp_overlap * 3.5 * attn_fwd / (cl->peak * cl->attn_eff);
+        t_cp = stage_layers * fmax(0.0, comm - hide);
+    }
+    if (pp > 1) {   /* the stage's output forward, its gradient backward */
+        link_of(cl, tp * cp * pp, &bw, &lat);
+        double X = tokens * C * es / (p->sp ? tp : 1);
+        t_pp = 2 * (lat + X / bw);
+    }
+    double t_micro = t_gemm + t_attn + t_elem + t_rec + t_tp + t_cp + t_pp;
+
+    /* ---- the step ---- */
+    double vv = p->schedule == SCHED_INTERLEAVED ? v : 1;
+    o->t_bubble = (pp - 1) / vv * t_micro;
+    double t_dp = 0;
+    if (dp > 1) {
+        link_of(cl, N, &bw, &lat);
+        double G = es * P, bus = 2.0 * (dp - 1) / dp * G;   /* all-reduce, or reduce-scatter + all-gather */
+        if (p->zero == 3) bus *= 1.5;                        /* the weights gathered again for backward */
+        t_dp = ring_time(2 * (dp - 1), bus, bw, lat) * (1 - cl->dp_overlap);
+    }
+    o->t_optimizer = 30.0 * P / shard / cl->mem_bw;
+    o->t_gemm = m * t_gemm;
+    o->t_attn = m * t_attn;
+    o->t_elementwise = m * t_elem;
+    o->t_recompute = m * t_rec;
+    o->t_tp = m * t_tp;
+    o->t_cp = m * t_cp;
+    o->t_pp = m * t_pp;
+    o->t_dp = t_dp;
+    o->t_step = m * t_micro + o->t_bubble + t_dp + o->t_optimizer;
+    o->bubble = o->t_bubble / o->t_step;
+    double tokens_step = (double)batch * c->seq;
+    double per_token = model_flops_per_token(c);
+    if (cl->causal_credit) per_token -= 6.0 * c->layers * (double)c->heads * hd * c->seq;   /* half of 12 L H hd T */
+    o->model_flops = per_token * tokens_step / N;
+    o->hw_flops = o->model_flops + m * rec_flops;
+    o->mfu = o->model_flops / (o->t_step * cl->peak);
+    o->hfu = o->hw_flops / (o->t_step * cl->peak);
+    o->tflops = o->model_flops / o->t_step / 1e12;
+    o->tokens_s = tokens_step / o->t_step;
+    (void)L;
+    return 0;
+#undef REJECT
+}

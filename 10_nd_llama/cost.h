@@ -1,0 +1,99 @@
+/* cost.h: the cost model of a 4D-parallel training step — memory per GPU,
+ * compute, communication per axis, the pipeline bubble, and so step time and
+ * MFU — for the planner (plan.c) and the trainer's dry run.
+ *
+ * It models the suite's own trainer: its activation layout (common/model.c),
+ * fp32 gradients beside bf16 weights, AdamW state of 12 bytes per parameter,
+ * the sharded optimizer of ZeRO-1/2/3 over the data-parallel ranks, a
+ * [tp, cp, pp, dp] mesh with tp fastest (so tensor-parallel ranks share a
+ * node first, then context-parallel ones), ring algorithms for every
+ * collective and alpha-beta links (chapter 02). Every assumption it makes is
+ * a field of cluster_t, printed by the planner, and stated in the README. */
+#ifndef COST_H
+#define COST_H
+
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    char name[48];
+    double peak;            /* dense bf16 FLOP/s per GPU */
+    double mem;             /* bytes per GPU */
+    int node;               /* GPUs per node */
+    double intra_bw;        /* bytes/s per GPU inside a node (NVLink), what a ring achieves */
+    double intra_lat;       /* seconds per message inside a node */
+    double inter_bw;        /* bytes/s per GPU between nodes (its NIC) */
+    double inter_lat;
+    double mem_bw;          /* bytes/s of device memory, for memory-bound kernels */
+    /* achievable fractions of the peak, from measurements at these shapes */
+    int causal_credit;      /* MFU counts attention's causal FLOPs (half the square) instead of
+                               the whole T x T square (PaLM's convention, the suite's default) */
+    double gemm_eff;        /* bf16 GEMMs */
+    double attn_eff;        /* causal flash attention, forward + backward, on causal FLOPs */
+    double dp_overlap;      /* share of the data-parallel communication hidden behind backward */
+    double cp_overlap;      /* share of ring attention's transfers hidden behind its compute */
+    double tp_overlap;      /* share of tensor-parallel communication hidden behind compute */
+    double elementwise;     /* bytes moved per token and layer by memory-bound kernels,
+                               per unit of (C + F), forward + backward */
+    double mem_headroom;    /* share of the GPU memory a plan may use */
+} cluster_t;
+
+enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED };
+/* Recomputation: none; selective (the attention core); full (every layer);
+ * block (the first `recompute_layers` layers of each stage fully, the others
+ * keep everything: Megatron's block method, the least recomputation that
+ * fits). */
+enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_BLOCK };
+extern const char *const sched_name[3], *const recompute_name[4];
+
+typedef struct {
+    int tp, cp, pp, dp;
+    int vpp;                /* model chunks per stage (interleaved) */
+    int sp;                 /* sequence parallelism */
+    int zero;               /* 0 (DDP) .. 3 over the data-parallel ranks */
+    int mbs;                /* sequences per micro-batch */
+    int schedule, recompute;
+    int recompute_layers;   /* RECOMPUTE_BLOCK: layers per stage recomputed */
+    int dtype_bytes;        /* working weights and activations: 2 (bf16) or 4 (fp32) */
+} par_t;
+
+typedef struct {
+    /* bytes per GPU, the fullest stage (the first or the last) */
+    double mem_weights, mem_grads, mem_optim, mem_acts, mem_total;
+    /* seconds per step */
+    double t_gemm, t_attn, t_elementwise, t_recompute;   /* compute */
+    double t_tp, t_cp, t_pp, t_dp;                      /* exposed communication per axis */
+    double t_bubble, t_optimizer, t_step;
+    double bubble;          /* idle share of the step */
+    int micro;              /* micro-batches per step per pipeline */
+    double model_flops, hw_flops;   /* per GPU per step */
+    double mfu, hfu, tflops, tokens_s;
+    long long params_gpu;   /* parameters on the fullest stage's GPU */
+    char why[160];          /* why the plan is rejected ("" when it is not) */
+} cost_t;
+
+/* Cluster presets: "h100" (H100 SXM nodes of 8, NVLink, 400 Gb/s per GPU;
+ * the figures measured on one H100 at Llama 3 405B's TP-8 shapes), and
+ * "this" (this machine: its measured CPU peak, the link model's flags). NULL
+ * when unknown. */
+int cost_cluster(cluster_t *c, const char *preset);
+
+/* Evaluate one plan for a global batch of `batch` sequences of cfg->seq
+ * tokens. Returns 0, or -1 with the reason in out->why (it does not fit in
+ * memory, the batch is too small for the pipeline, a degree does not divide
+ * what it splits, ...). */
+int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const par_t *p,
+              cost_t *out);
+
+/* Activation bytes one micro-batch of `tokens` of this rank's tokens keeps
+ * per layer, in the suite's layout (common/model.c): what model_acts_init
+ * allocates, per layer. */
+double cost_acts_per_layer(const model_config_t *cfg, const par_t *p, double tokens);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,379 @@
+/* plan.c: 10_nd_llama/plan, the planner of 4D-parallel training.
+ *
+ *   ./10_nd_llama/plan --preset llama3-405b --gpus 16384 --tokens 16M --seq 8192
+ *   ./10_nd_llama/plan --llama3-table4
+ *   ./10_nd_llama/plan --preset llama3-70b --gpus 512 --eval tp=8,pp=4,cp=1,mbs=1,zero=1
+ *
+ * Given a model, a cluster and a global batch, it evaluates every way to lay
+ * the GPUs out as tp x cp x pp x dp (with the micro-batch size, the pipeline
+ * schedule, ZeRO's stage and the recomputation policy) with the cost model of
+ * cost.h, ranks the plans that fit by MFU, and says why the others fail. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "check.h"
+#include "cost.h"
+#include "perf.h"
+
+#define PLAN_CSV_HEADER "rank,tp,cp,pp,dp,schedule,vpp,mbs,zero,recompute,weights_gb,grads_gb,optim_gb," \
+                        "acts_gb,total_gb,bubble,step_s,tflops,mfu,hfu"
+
+typedef struct { const char *name; model_config_t cfg; } preset_t;
+/* Llama 3 (Llama Team 2024, table 3); head dim 128. */
+static const preset_t presets[] = {
+    {"llama3-8b", {128256, 4096, 32, 32, 8, 128, 14336, 8192}},
+    {"llama3-70b", {128256, 8192, 80, 64, 8, 128, 28672, 8192}},
+    {"llama3-405b", {128256, 16384, 126, 128, 8, 128, 53248, 8192}},
+};
+
+/* Llama 3's table 4: the 405B runs on H100s, 16M tokens per batch. */
+typedef struct { int gpus, tp, cp, pp, dp, seq, batch_per_dp; double tflops, mfu; } table4_row_t;
+static const table4_row_t table4[] = {
+    {8192, 8, 1, 16, 64, 8192, 32, 430, 0.43},
+    {16384, 8, 1, 16, 128, 8192, 16, 400, 0.41},
+    {16384, 8, 16, 16, 8, 131072, 16, 380, 0.38},
+};
+
+static void print_cluster(const cluster_t *c) {
+    printf("cluster: %s: %.1f TFLOP/s bf16, %.0f GB; links %.0f GB/s + %.0f us inside a node, %.0f GB/s + %.0f us "
+           "between nodes; memory %.1f TB/s\n", c->name, c->peak / 1e12, c->mem / 1e9, c->intra_bw / 1e9,
+           c->intra_lat * 1e6, c->inter_bw / 1e9, c->inter_lat * 1e6, c->mem_bw / 1e12);
+    printf("assumed: GEMMs at %.0f%% of the peak, causal attention (fwd + bwd) at %.0f%%; hidden behind compute: "
+           "%.0f%% of the data-parallel, %.0f%% of the context-parallel, %.0f%% of the tensor-parallel "
+           "communication; plans use at most %.0f%% of the memory\n", 100 * c->gemm_eff, 100 * c->attn_eff,
+           100 * c->dp_overlap, 100 * c->cp_overlap, 100 * c->tp_overlap, 100 * c->mem_headroom);
+}
+
+static void print_plan(const par_t *p, const cost_t *o, int rank) {
+    char sch[24];
+    if (p->pp == 1) snprintf(sch, sizeof sch, "-");
+    else if (p->schedule == SCHED_INTERLEAVED) snprintf(sch, sizeof sch, "interleaved x%d", p->vpp);
+    else snprintf(sch, sizeof sch, "%s", sched_name[p->schedule]);
+    char rec[24];
+    if (p->recompute == RECOMPUTE_BLOCK) snprintf(rec, sizeof rec, "block %d", p->recompute_layers);
+    else snprintf(rec, sizeof rec, "%s", recompute_name[p->recompute]);
+    printf("%4d  %3d %3d %3d %5d  %-16s %3d %4d  %-9s %6.1f %6.1f %5.1f%% %8.2f %7.0f %6.1f%% %6.1f%%\n", rank, p->tp,
+           p->cp, p->pp, p->dp, sch, p->mbs, p->zero, rec, o->mem_total / 1e9,
+           o->mem_acts / 1e9, 100 * o->bubble, o->t_step, o->tflops, 100 * o->mfu, 100 * o->hfu);
+}
+
+static void table_head(void) {
+    printf("rank   tp  cp  pp    dp  schedule         mbs zero  recompute  mem GB  acts GB bubble   step s TFLOP/s    MFU    HFU\n");
+}
+
+static void breakdown(const cost_t *o) {
+    printf("  step %.3f s = GEMMs %.3f + attention %.3f + memory-bound %.3f + recomputation %.3f + exposed tp %.3f "
+           "+ cp %.3f + pp %.3f + bubble %.3f + dp %.3f + optimizer %.3f (%d micro-batches)\n", o->t_step,
+           o->t_gemm, o->t_attn, o->t_elementwise, o->t_recompute, o->t_tp, o->t_cp, o->t_pp, o->t_bubble,
+           o->t_dp, o->t_optimizer, o->micro);
+    printf("  memory %.1f GB = weights %.1f + gradients %.1f + optimizer %.1f + activations %.1f (%.2fB parameters on the fullest GPU)\n",
+           o->mem_total / 1e9, o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9, o->mem_acts / 1e9,
+           o->params_gpu / 1e9);
+}
+
+/* The best plan for a fixed mesh (micro-batch, schedule, ZeRO, recompute free). */
+static int best_for_mesh(const model_config_t *c, long batch, const cluster_t *cl, int tp, int cp, int pp,
+                         int dp, par_t *bp, cost_t *bo, char *why, size_t len);
+
+/* Every plan of the search space, in a callback. */
+typedef void (*visit_fn)(void *ctx, const par_t *p, const cost_t *o, int ok);
+static void search(const model_config_t *c, long batch, const cluster_t *cl, int gpus, int dtype,
+                   visit_fn visit, void *ctx, int tp_fix, int cp_fix, int pp_fix) {
+    static const int mbs_list[] = {1, 2, 4};
+    for (int tp = 1; tp <= cl->node; tp *= 2)
+        for (int cp = 1; cp <= 64; cp *= 2)
+            for (int pp = 1; pp <= 64 && pp <= c->layers; pp *= 2) {
+                if (gpus % (tp * cp * pp)) continue;
+                if ((tp_fix && tp != tp_fix) || (cp_fix && cp != cp_fix) || (pp_fix && pp != pp_fix)) continue;
+                int dp = gpus / (tp * cp * pp);
+                for (int mi = 0; mi < 3; mi++)
+                    for (int zero = 0; zero <= 3; zero++)
+                        for (int rec = 0; rec < 4; rec++)
+                            for (int k = 1; k <= (rec == RECOMPUTE_BLOCK ? (c->layers + pp - 1) / pp - 1 : 1); k++)
+                            for (int sch = (pp > 1 ? SCHED_1F1B : SCHED_1F1B); sch <= (pp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B); sch++)
+                                for (int v = (sch == SCHED_INTERLEAVED ? 2 : 1); v <= (sch == SCHED_INTERLEAVED ? 8 : 1); v *= 2) {
+                                    par_t p = {tp, cp, pp, dp, v, tp > 1, zero, mbs_list[mi], sch, rec, k, dtype};
+                                    cost_t o;
+                                    int ok = cost_eval(c, batch, cl, &p, &o) == 0;
+                                    visit(ctx, &p, &o, ok);
+                                }
+            }
+}
+
+typedef struct {
+    par_t *p; cost_t *o; int n, cap;
+    char key[16][64], example[16][160];   /* reasons by category: the text before the first number */
+    int count[16], nreasons, rejected;
+} collect_t;
+
+static void count_reason(collect_t *k, const char *why) {
+    char key[64];
+    size_t i = 0;
+    while (why[i] && (why[i] < '0' || why[i] > '9') && i < sizeof key - 1) { key[i] = why[i]; i++; }
+    key[i] = 0;
+    for (int r = 0; r < k->nreasons; r++)
+        if (!strcmp(k->key[r], key)) { k->count[r]++; return; }
+    if (k->nreasons == 16) return;
+    snprintf(k->key[k->nreasons], sizeof k->key[0], "%s", key);
+    snprintf(k->example[k->nreasons], sizeof k->example[0], "%s", why);
+    k->count[k->nreasons++] = 1;
+}
+
+static void collect(void *ctx, const par_t *p, const cost_t *o, int ok) {
+    collect_t *k = ctx;
+    if (!ok) {
+        k->rejected++;
+        count_reason(k, o->why);
+        return;
+    }
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 1024;
+        k->p = realloc(k->p, sizeof *k->p * (size_t)k->cap);
+        k->o = realloc(k->o, sizeof *k->o * (size_t)k->cap);
+        if (!k->p || !k->o) die("out of memory");
+    }
+    k->p[k->n] = *p;
+    k->o[k->n++] = *o;
+}
+
+static int best_for_mesh(const model_config_t *c, long batch, const cluster_t *cl, int tp, int cp, int pp,
+                         int dp, par_t *bp, cost_t *bo, char *why, size_t len) {
+    collect_t k = {0};
+    search(c, batch, cl, tp * cp * pp * dp, 2, collect, &k, tp, cp, pp);
+    int best = -1;
+    for (int i = 0; i < k.n; i++)
+        if (best < 0 || k.o[i].mfu > k.o[best].mfu) best = i;
+    if (best >= 0) { *bp = k.p[best]; *bo = k.o[best]; }
+    else snprintf(why, len, "%s", k.nreasons ? k.example[0] : "no plan");
+    free(k.p);
+    free(k.o);
+    return best >= 0 ? 0 : -1;
+}
+
+/* "tp=8,pp=16,cp=1,mbs=1,zero=1,schedule=interleaved,v=4,recompute=none" */
+static void parse_eval(const char *s, par_t *p) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        if (!eq) usage_error("--eval: '%s' is not key=value", tok);
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        int n = atoi(v);
+        if (!strcmp(k, "tp")) p->tp = n;
+        else if (!strcmp(k, "cp")) p->cp = n;
+        else if (!strcmp(k, "pp")) p->pp = n;
+        else if (!strcmp(k, "mbs")) p->mbs = n;
+        else if (!strcmp(k, "zero")) p->zero = n;
+        else if (!strcmp(k, "v")) p->vpp = n;
+        else if (!strcmp(k, "sp")) p->sp = n;
+        else if (!strcmp(k, "schedule")) {
+            int found = 0;
+            for (int i = 0; i < 3; i++) if (!strcmp(v, sched_name[i])) { p->schedule = i; found = 1; }
+            if (!found) usage_error("--eval: schedule must be gpipe, 1f1b or interleaved, got '%s'", v);
+        } else if (!strcmp(k, "recompute")) {
+            int found = 0;
+            for (int i = 0; i < 4; i++) if (!strcmp(v, recompute_name[i])) { p->recompute = i; found = 1; }
+            if (!found) usage_error("--eval: recompute must be none, selective, full or block, got '%s'", v);
+        } else if (!strcmp(k, "recompute_layers")) {
+            p->recompute_layers = n;
+        } else usage_error("--eval: unknown key '%s' (tp, cp, pp, mbs, zero, v, sp, schedule, recompute)", k);
+        if (n < 0) usage_error("--eval: %s must not be negative", k);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *preset = NULL, *cluster_name = "h100", *eval = NULL, *csv = NULL, *attn_flops = "square";
+    int gpus = 0, top = 10, table = 0, seq = 0, node = 0;
+    double tokens_m = 16, gemm_eff = 0, attn_eff = 0, dp_overlap = -1, tp_overlap = -1, cp_overlap = -1;
+    double intra = 0, inter = 0;
+    model_config_t cfg = {0};
+    arg_t flags[] = {
+        {"preset", ARG_CHOICE, &preset, "the model", "llama3-8b|llama3-70b|llama3-405b", 0, 0},
+        {"dim", ARG_INT, &cfg.dim, "or the model by its shape: dimension", NULL, 0, 1e6},
+        {"layers", ARG_INT, &cfg.layers, "layers", NULL, 0, 1e4},
+        {"heads", ARG_INT, &cfg.heads, "heads", NULL, 0, 1e4},
+        {"kv-heads", ARG_INT, &cfg.kv_heads, "key/value heads", NULL, 0, 1e4},
+        {"head-dim", ARG_INT, &cfg.head_dim, "head dimension (0: dim / heads)", NULL, 0, 1e5},
+        {"ffn", ARG_INT, &cfg.ffn, "MLP hidden size", NULL, 0, 1e7},
+        {"vocab", ARG_INT, &cfg.vocab, "vocabulary", NULL, 0, 1e7},
+        {"seq", ARG_INT, &seq, "tokens per sequence (0: the preset's 8192)", NULL, 0, 1e8},
+        {"tokens", ARG_DOUBLE, &tokens_m, "global batch, millions of tokens", NULL, 1e-6, 1e6},
+        {"gpus", ARG_INT, &gpus, "GPUs", NULL, 0, 1e8},
+        {"cluster", ARG_CHOICE, &cluster_name, "GPU and links (the assumptions are printed)", "h100", 0, 0},
+        {"gpus-per-node", ARG_INT, &node, "override the cluster's GPUs per node", NULL, 0, 1024},
+        {"intra-gbps", ARG_DOUBLE, &intra, "override: GB/s per GPU inside a node", NULL, 0, 1e5},
+        {"inter-gbps", ARG_DOUBLE, &inter, "override: GB/s per GPU between nodes", NULL, 0, 1e5},
+        {"gemm-eff", ARG_DOUBLE, &gemm_eff, "override: share of the peak GEMMs reach", NULL, 0, 1},
+        {"attn-eff", ARG_DOUBLE, &attn_eff, "override: share of the peak attention reaches", NULL, 0, 1},
+        {"dp-overlap", ARG_DOUBLE, &dp_overlap, "override: share of data-parallel traffic hidden", NULL, -1, 1},
+        {"tp-overlap", ARG_DOUBLE, &tp_overlap, "override: share of tensor-parallel traffic hidden", NULL, -1, 1},
+        {"cp-overlap", ARG_DOUBLE, &cp_overlap, "override: share of ring attention's traffic hidden", NULL, -1, 1},
+        {"attn-flops", ARG_CHOICE, &attn_flops, "attention's FLOPs in MFU: the whole T x T square (PaLM) or its causal half", "square|causal", 0, 0},
+        {"top", ARG_INT, &top, "plans to list", NULL, 1, 1e6},
+        {"eval", ARG_STRING, &eval, "evaluate one plan in detail: tp=8,cp=1,pp=16,mbs=1,zero=1,schedule=interleaved,v=2,recompute=none", NULL, 0, 0},
+        {"llama3-table4", ARG_FLAG, &table, "the three 405B runs of Llama 3's table 4 against their published MFU", NULL, 0, 0},
+        {"csv", ARG_STRING, &csv, "append the listed plans (or the table-4 rows) to this CSV", NULL, 0, 0},
+    };
+    args_parse(argc, argv, "10_nd_llama/plan",
+               "The planner: memory, step time and MFU of 4D-parallel training plans\n"
+               "(tp x cp x pp x dp, micro-batch, schedule, ZeRO, recomputation) from a\n"
+               "cost model (10_nd_llama/cost.h), ranked; rejected plans say why.",
+               flags, ARRAY_LEN(flags));
+    cluster_t cl;
+    cost_cluster(&cl, cluster_name);
+    if (node) cl.node = node;
+    if (intra > 0) cl.intra_bw = intra * 1e9;
+    if (inter > 0) cl.inter_bw = inter * 1e9;
+    if (gemm_eff > 0) cl.gemm_eff = gemm_eff;
+    if (attn_eff > 0) cl.attn_eff = attn_eff;
+    if (dp_overlap >= 0) cl.dp_overlap = dp_overlap;
+    if (tp_overlap >= 0) cl.tp_overlap = tp_overlap;
+    if (cp_overlap >= 0) cl.cp_overlap = cp_overlap;
+    cl.causal_credit = !strcmp(attn_flops, "causal");
+
+    if (table) {
+        /* Llama 3's TFLOP/s per GPU fit attention's causal FLOPs, not the
+         * square (see the README), unless the flag says otherwise */
+        int given = 0;
+        for (int i = 1; i < argc; i++) given |= strncmp(argv[i], "--attn-flops", 12) == 0;
+        if (!given) cl.causal_credit = 1;
+        model_config_t c = presets[2].cfg;
+        print_cluster(&cl);
+        printf("model:   Llama 3 405B (126 layers, dim 16384, 128 heads, 8 kv, ffn 53248, vocab 128256); MFU with "
+               "attention's %s FLOPs\n\n", cl.causal_credit ? "causal" : "whole-square");
+        FILE *f = NULL;
+        if (csv) {
+            f = fopen(csv, "w");
+            if (!f) usage_error("cannot write %s", csv);
+            fprintf(f, "row,gpus,tp,cp,pp,dp,seq,published_mfu,predicted_mfu,published_tflops,predicted_tflops,bubble,step_s\n");
+        }
+        for (int r = 0; r < 3; r++) {
+            const table4_row_t *t = &table4[r];
+            c.seq = t->seq;
+            long batch = (long)t->dp * t->batch_per_dp;
+            par_t p;
+            cost_t o;
+            char why[160];
+            printf("row %d: %d GPUs, tp %d cp %d pp %d dp %d, seq %d, %ld sequences (%.1fM tokens): published "
+                   "%.0f TFLOP/s per GPU, MFU %.0f%%\n", r + 1, t->gpus, t->tp, t->cp, t->pp, t->dp, t->seq, batch,
+                   batch * (double)t->seq / 1e6, t->tflops, 100 * t->mfu);
+            if (best_for_mesh(&c, batch, &cl, t->tp, t->cp, t->pp, t->dp, &p, &o, why, sizeof why) != 0) {
+                printf("  no plan fits this mesh: %s\n\n", why);
+                continue;
+            }
+            table_head();
+            print_plan(&p, &o, 1);
+            breakdown(&o);
+            printf("  predicted MFU %.1f%% against the published %.0f%% (%+.1f points)\n", 100 * o.mfu,
+                   100 * t->mfu, 100 * (o.mfu - t->mfu));
+            /* where the published mesh stands among all meshes of this cluster */
+            collect_t k = {0};
+            search(&c, batch, &cl, t->gpus, 2, collect, &k, 0, 0, 0);
+            typedef struct { int tp, cp, pp; double mfu; } mesh_best_t;
+            mesh_best_t mb[512];
+            int nm = 0;
+            for (int i = 0; i < k.n; i++) {
+                int j = 0;
+                while (j < nm && !(mb[j].tp == k.p[i].tp && mb[j].cp == k.p[i].cp && mb[j].pp == k.p[i].pp)) j++;
+                if (j == nm && nm < 512) mb[nm++] = (mesh_best_t){k.p[i].tp, k.p[i].cp, k.p[i].pp, 0};
+                if (j < nm && k.o[i].mfu > mb[j].mfu) mb[j].mfu = k.o[i].mfu;
+            }
+            int better = 0;
+            for (int j = 0; j < nm; j++) better += mb[j].mfu > o.mfu + 1e-12;
+            printf("  among the %d meshes that fit this cluster, the published one ranks %d", nm, better + 1);
+            for (int shown = 0, j; shown < 3; shown++) {   /* the three best meshes */
+                int b = -1;
+                for (j = 0; j < nm; j++) if (mb[j].mfu >= 0 && (b < 0 || mb[j].mfu > mb[b].mfu)) b = j;
+                if (b < 0) break;
+                printf("%s tp %d cp %d pp %d %.1f%%", shown ? "," : "; the best: ", mb[b].tp, mb[b].cp, mb[b].pp,
+                       100 * mb[b].mfu);
+                mb[b].mfu = -1;
+            }
+            printf("\n\n");
+            free(k.p);
+            free(k.o);
+            if (f) fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.0f,%.1f,%.4f,%.3f\n", r + 1, t->gpus, t->tp, t->cp,
+                           t->pp, t->dp, t->seq, t->mfu, o.mfu, t->tflops, o.tflops, o.bubble, o.t_step);
+        }
+        if (f) fclose(f);
+        return 0;
+    }
+
+    if (preset)
+        for (size_t i = 0; i < ARRAY_LEN(presets); i++)
+            if (!strcmp(preset, presets[i].name)) {
+                model_config_t given = cfg;
+                cfg = presets[i].cfg;
+                if (given.dim) cfg.dim = given.dim;
+                if (given.layers) cfg.layers = given.layers;
+            }
+    if (seq) cfg.seq = seq;
+    if (!cfg.dim || !cfg.layers || !cfg.heads || !cfg.kv_heads || !cfg.ffn || !cfg.vocab || !cfg.seq)
+        usage_error("give a --preset, or --dim --layers --heads --kv-heads --ffn --vocab --seq");
+    model_config_check(&cfg);
+    if (gpus < 1) usage_error("--gpus N: how many GPUs to plan for");
+    long batch = (long)(tokens_m * 1e6 / cfg.seq + 0.5);
+    if (batch < 1) usage_error("--tokens %.3gM is less than one sequence of %d", tokens_m, cfg.seq);
+    print_cluster(&cl);
+    printf("model:   dim %d, %d layers, %d heads (%d kv, head dim %d), ffn %d, vocab %d, seq %d | %.2fB parameters\n",
+           cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.vocab, cfg.seq,
+           model_param_count(&cfg) / 1e9);
+    printf("batch:   %ld sequences = %.2fM tokens on %d GPUs (bf16 weights and activations, fp32 gradients and Adam)\n\n",
+           batch, batch * (double)cfg.seq / 1e6, gpus);
+
+    if (eval) {
+        par_t p = {1, 1, 1, 0, 1, 0, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, 0, 2};
+        parse_eval(eval, &p);
+        if (p.tp < 1 || p.cp < 1 || p.pp < 1 || gpus % (p.tp * p.cp * p.pp))
+            usage_error("--eval: tp x cp x pp must divide the %d GPUs", gpus);
+        p.dp = gpus / (p.tp * p.cp * p.pp);
+        if (p.schedule == SCHED_INTERLEAVED && p.vpp < 2) p.vpp = 2;
+        cost_t o;
+        table_head();
+        if (cost_eval(&cfg, batch, &cl, &p, &o) != 0) {
+            printf("rejected: %s\n", o.why);
+            return 1;
+        }
+        print_plan(&p, &o, 1);
+        breakdown(&o);
+        return 0;
+    }
+
+    collect_t k = {0};
+    search(&cfg, batch, &cl, gpus, 2, collect, &k, 0, 0, 0);
+    /* rank by MFU; selection sort of the top */
+    int n = k.n < top ? k.n : top;
+    for (int i = 0; i < n; i++) {
+        int b = i;
+        for (int j = i + 1; j < k.n; j++) if (k.o[j].mfu > k.o[b].mfu) b = j;
+        par_t tp_ = k.p[i]; k.p[i] = k.p[b]; k.p[b] = tp_;
+        cost_t to = k.o[i]; k.o[i] = k.o[b]; k.o[b] = to;
+    }
+    printf("%d plans fit, %d rejected. The best %d by MFU:\n", k.n, k.rejected, n);
+    table_head();
+    for (int i = 0; i < n; i++) print_plan(&k.p[i], &k.o[i], i + 1);
+    if (n > 0) {
+        printf("\nthe best plan:\n");
+        breakdown(&k.o[0]);
+    }
+    printf("\nwhy plans were rejected (count, first example):\n");
+    for (int r = 0; r < k.nreasons; r++) printf("  %6d  %s\n", k.count[r], k.example[r]);
+    if (csv) {
+        FILE *f = csv_open(csv, PLAN_CSV_HEADER);
+        for (int i = 0; i < n; i++) {
+            const par_t *q = &k.p[i];
+            const cost_t *o = &k.o[i];
+            fprintf(f, "%d,%d,%d,%d,%d,%s,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.4f,%.4f\n", i + 1,
+                    q->tp, q->cp, q->pp, q->dp, q->pp > 1 ? sched_name[q->schedule] : "-", q->vpp, q->mbs, q->zero,
+                    recompute_name[q->recompute], o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9,
+                    o->mem_acts / 1e9, o->mem_total / 1e9, o->bubble, o->t_step, o->tflops, o->mfu, o->hfu);
+        }
+        fclose(f);
+    }
+    free(k.p);
+    free(k.o);
+    return 0;
+}
