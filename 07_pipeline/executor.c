@@ -122,7 +122,7 @@ void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t
     size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1);
     e->msg_elems = rows * m->cfg.dim;
     e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
-    int n = e->n = s->n[e->stage], MV = s->M * s->V, P = s->P, last = P * s->V - 1;
+    int n = e->n = s->n[e->stage], MV = s->M * s->V;
     const pipe_action_t *a = s->a[e->stage];
     e->in_action = xmalloc(sizeof(int) * (size_t)n);
     e->act_send = xmalloc(sizeof(int) * (size_t)n);
@@ -148,7 +148,6 @@ void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t
         e->act_send[i] = a[i].op == PA_BWD ? send_at[k] : -1;
         e->sends_grad[i] = a[i].op == PA_BWD && vs > 0;
         if (a[i].op == PA_BWD && last_bwd[a[i].chunk] == i) e->sync_mode[i] = i == first_sync ? 1 : 2;
-        (void)last;
     }
     free(recv_at);
     free(send_at);
