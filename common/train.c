@@ -718,6 +718,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
             tr->sum_bwd += st.bwd_s * 1e3;
             tr->sum_opt += (t1 - to) * 1e3;
             tr->sum_bubble += bubble_s >= 0 ? bubble_s * 1e3 : 0;
+            tr->sum_idle += st.bubble_s >= 0 ? st.bubble_s * 1e3 : 0;
             tr->timed++;
         }
         if (o->ckpt_dir && ((o->ckpt_every && step % o->ckpt_every == 0) || step == o->steps))
@@ -763,8 +764,11 @@ void train_finish(train_t *tr) {
             tr->start + 2, tr->o.steps, ms, ms - ex, ex,
             train_si(tb, sizeof tb, tr->global_tokens / (ms / 1e3)), perf_util_str(ub, sizeof ub, flops_s, tr->peak));
         double f = tr->sum_fwd / tr->timed, b = tr->sum_bwd / tr->timed, op = tr->sum_opt / tr->timed;
-        say("time:    forward %.1f + backward %.1f + exposed comm %.2f + optimizer %.1f + other %.1f ms "
-            "(means over ranks where shared)\n", f, b, ex, op, ms - f - b - ex - op);
+        double bu = tr->sum_idle / tr->timed;   /* pipelines: idle, waiting on a neighbour */
+        char bub[48] = "";
+        if (bu > 0) snprintf(bub, sizeof bub, " + pipeline bubble %.1f", bu);
+        say("time:    forward %.1f + backward %.1f + exposed comm %.2f%s + optimizer %.1f + other %.1f ms "
+            "(means over ranks where shared)\n", f, b, ex, bub, op, ms - f - b - ex - bu - op);
     }
     const mem_stats_t *mem = dev_mem();
     double peak[MEM_KINDS + 1];

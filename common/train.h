@@ -120,6 +120,7 @@ struct train {
     double *run_losses, *run_norms;
     int nrun;
     double sum_ms, sum_exposed, sum_fwd, sum_bwd, sum_opt, sum_bubble;
+    double sum_idle;             /* this rank's own bubble_s (ms), beside its sum_fwd and sum_bwd */
     int timed;
     double sent_bytes;           /* every communicator's bytes, at the last step's end */
 };
