@@ -18,7 +18,7 @@ int cost_cluster(cluster_t *c, const char *preset) {
     if (strcmp(preset, "h100") != 0) return -1;
     /* H100 SXM nodes of 8 GPUs (Llama 3's training cluster). Measured on one
      * H100 with this suite's tools at Llama 3 405B's per-GPU shapes under TP 8
-     * (shipped in 10_nd_llama/reference/h100_llama405b_tp8.jsonl): bf16 GEMMs
+     * (shipped in 01_matmul_hfu/reference/h100_llama405b_tp8_shapes.jsonl): bf16 GEMMs
      * 66-80% of the peak, 76% weighted by their FLOPs; causal flash attention
      * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s. */
     snprintf(c->name, sizeof c->name, "H100 SXM 80GB, 8 per node");

@@ -364,6 +364,9 @@ static void *stage(comm_t *cm, int i, size_t bytes) {
 
 static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
     double X = 0, t0 = now_s();
+    if (cm->grouping && (!req || (c->kind != COLL_SEND && c->kind != COLL_RECV && c->kind != COLL_SENDRECV)))
+        die("comm: only non-blocking sends and receives may be posted in a group, not a %s%s",
+            req ? "" : "blocking ", coll_name[c->kind]);
     cm->sent[c->kind] += bus_bytes(cm, c, &X);
     double extra = link_extra(cm, c->kind, X);
     if (req) {
@@ -413,6 +416,24 @@ static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
         sleep_until(t0 + extra);
         watch_end();
     }
+}
+
+void comm_group_begin(comm_t *cm) {
+    if (cm->grouping) die("comm: comm_group_begin inside a group");
+    cm->grouping = 1;
+    cm->ngrouped = 0;
+#ifdef USE_CUDA
+    if (cm->backend == COMM_NCCL) nccl_group_begin(cm);
+#endif
+}
+
+void comm_group_end(comm_t *cm) {
+    if (!cm->grouping) die("comm: comm_group_end without comm_group_begin");
+#ifdef USE_CUDA
+    if (cm->backend == COMM_NCCL) nccl_group_end(cm);
+#endif
+    cm->grouping = 0;
+    cm->ngrouped = 0;
 }
 
 int comm_progress(comm_t *cm, comm_req_t *req) {

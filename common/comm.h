@@ -70,6 +70,8 @@ typedef struct {
 void comm_link_set(const comm_link_t *l);
 const comm_link_t *comm_link(void);
 
+enum { COMM_GROUP_MAX = 8 };
+
 typedef struct {
     comm_backend backend;
     MPI_Comm mpi;          /* always valid: NCCL communicators keep one too */
@@ -82,6 +84,9 @@ typedef struct {
     int *node;             /* (size) simulated node of each rank (link model), or NULL */
     double *link_free;     /* (size) when this rank's link to each peer is next free */
     double sent[COLL_KINDS];   /* bytes this rank sent, by kind (see above) */
+    int grouping;          /* between comm_group_begin and comm_group_end */
+    int ngrouped;
+    void *grouped[COMM_GROUP_MAX];   /* the group's requests (comm_req_t *), NCCL */
 } comm_t;
 
 typedef struct {
@@ -135,6 +140,15 @@ void comm_isend(comm_t *cm, const void *buf, size_t count, dtype_t t, int peer, 
 void comm_irecv(comm_t *cm, void *buf, size_t count, dtype_t t, int peer, comm_req_t *req);
 void comm_isendrecv(comm_t *cm, const void *send, size_t sendcount, int dst,
                     void *recv, size_t recvcount, int src, dtype_t t, comm_req_t *req);
+/* Up to COMM_GROUP_MAX comm_isend / comm_irecv / comm_isendrecv posted as
+ * one group (pipeline schedules: a stage's sends and receives between two
+ * computes). On NCCL a send holds its stream until the peer posts the
+ * receive, so two ranks that each send before they receive wait on each
+ * other forever unless both calls are one grouped call (ncclGroupStart/End);
+ * each request then completes with the whole group. On MPI, whose
+ * non-blocking calls never wait on one another, the group changes nothing. */
+void comm_group_begin(comm_t *cm);
+void comm_group_end(comm_t *cm);
 /* Let MPI move data while the caller computes; returns 1 when req is done. */
 int comm_progress(comm_t *cm, comm_req_t *req);
 void comm_wait(comm_t *cm, comm_req_t *req);

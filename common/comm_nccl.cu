@@ -83,6 +83,13 @@ extern "C" void nccl_run(comm_t *cm, const coll_t *c, comm_req_t *req) {
         return;
     }
     cudaStream_t cs = (cudaStream_t)cm->dev->comm_stream;
+    if (cm->grouping) {   /* ordered by the group's ready event; done comes at its end */
+        if (cm->ngrouped == COMM_GROUP_MAX) die("comm: more than %d calls in one group", COMM_GROUP_MAX);
+        enqueue(cm, c, cs);
+        req->done = NULL;
+        cm->grouped[cm->ngrouped++] = req;
+        return;
+    }
     cudaEvent_t ready, done;
     CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
@@ -92,6 +99,25 @@ extern "C" void nccl_run(comm_t *cm, const coll_t *c, comm_req_t *req) {
     CUDA_CHECK(cudaEventRecord(done, cs));
     CUDA_CHECK(cudaEventDestroy(ready));   /* released once it completes */
     req->done = done;
+}
+
+extern "C" void nccl_group_begin(comm_t *cm) {
+    cudaEvent_t ready;
+    CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(ready, (cudaStream_t)cm->dev->stream));
+    CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)cm->dev->comm_stream, ready, 0));
+    CUDA_CHECK(cudaEventDestroy(ready));
+    NCCL_CHECK(ncclGroupStart());
+}
+
+extern "C" void nccl_group_end(comm_t *cm) {
+    NCCL_CHECK(ncclGroupEnd());
+    for (int i = 0; i < cm->ngrouped; i++) {   /* each request its own event: nccl_wait frees it */
+        cudaEvent_t done;
+        CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventRecord(done, (cudaStream_t)cm->dev->comm_stream));
+        ((comm_req_t *)cm->grouped[i])->done = done;
+    }
 }
 
 extern "C" void nccl_wait(comm_t *cm, comm_req_t *req) {

@@ -28,6 +28,10 @@ void nccl_comm_destroy(comm_t *cm);
 /* req == NULL: on the compute stream. Otherwise on the communication stream,
  * after the compute stream's queued work; req->done marks the end. */
 void nccl_run(comm_t *cm, const coll_t *c, comm_req_t *req);
+/* A group of non-blocking calls (comm_group_begin / end): one ready event
+ * before, one ncclGroupStart/End around them, their done events after. */
+void nccl_group_begin(comm_t *cm);
+void nccl_group_end(comm_t *cm);
 /* The compute stream waits for req (no host synchronisation). */
 void nccl_wait(comm_t *cm, comm_req_t *req);
 int nccl_done(comm_req_t *req);

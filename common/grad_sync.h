@@ -121,6 +121,11 @@ void grad_sync_begin(grad_sync_t *g, int sync);
 /* After the last micro-batch's backward: launch what is left, wait for every
  * bucket. */
 void grad_sync_finish(grad_sync_t *g);
+/* Another backward pass of the same step communicates too: as
+ * grad_sync_begin(g, 1), but the buckets formed so far stay (a pipeline
+ * stage with several chunks: each chunk's last micro-batch synchronises its
+ * own units, the first with grad_sync_begin(g, 1), the others with this). */
+void grad_sync_continue(grad_sync_t *g);
 
 #ifdef __cplusplus
 }

@@ -764,8 +764,13 @@ void train_finish(train_t *tr) {
             tr->start + 2, tr->o.steps, ms, ms - ex, ex,
             train_si(tb, sizeof tb, tr->global_tokens / (ms / 1e3)), perf_util_str(ub, sizeof ub, flops_s, tr->peak));
         double f = tr->sum_fwd / tr->timed, b = tr->sum_bwd / tr->timed, op = tr->sum_opt / tr->timed;
-        say("time:    forward %.1f + backward %.1f + exposed comm %.2f + optimizer %.1f + other %.1f ms "
-            "(means over ranks where shared)\n", f, b, ex, op, ms - f - b - ex - op);
+        /* pipelines: idle, waiting on a neighbour; a mean over ranks like the
+         * forward, backward and exposed times, so the line adds up to the step */
+        double bu = tr->sum_bubble / tr->timed;
+        char bub[48] = "";
+        if (bu > 0) snprintf(bub, sizeof bub, " + pipeline bubble %.1f", bu);
+        say("time:    forward %.1f + backward %.1f + exposed comm %.2f%s + optimizer %.1f + other %.1f ms "
+            "(means over ranks where shared)\n", f, b, ex, bub, op, ms - f - b - ex - bu - op);
     }
     const mem_stats_t *mem = dev_mem();
     double peak[MEM_KINDS + 1];

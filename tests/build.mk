@@ -115,6 +115,9 @@ endif
 ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
 endif
+ifneq ($(wildcard 07_pipeline/main.c),)
+$(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/schedule.c 07_pipeline/executor.c))
+endif
 ifneq ($(wildcard 08_tensor_parallel/main.c),)
 $(eval $(call emu_program,tp,08_tensor_parallel/main.c 08_tensor_parallel/tp.c))
 endif

@@ -1,0 +1,443 @@
+/* executor.c: runs a stage's action list on the model (see executor.h). */
+#include "executor.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "trace.h"
+
+/* Sleep between polls: short against a forward (milliseconds), long enough
+ * to give the core away. */
+static void nap(void) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+static double elapsed(const pipe_exec_t *e) { return now_s() - e->t_zero; }
+
+/* ---- pools: micro-batch objects per chunk, message buffers ------------------------------ */
+static model_acts_t *acts_get(pipe_exec_t *e, int c, int B) {
+    int M = e->s->M;
+    model_acts_t *a;
+    if (e->pool_free[c] > 0) {
+        a = e->pool[c * M + --e->pool_free[c]];
+    } else {
+        a = xmalloc(sizeof *a);
+        model_acts_init(e->m, a, c, B, e->recompute_every, e->selective);
+        e->made[c]++;
+    }
+    e->held++;
+    e->held_bytes += (double)a->bytes;
+    if (e->held > e->held_peak) e->held_peak = e->held;
+    if (e->held_bytes > e->held_bytes_peak) e->held_bytes_peak = e->held_bytes;
+    return a;
+}
+
+static void acts_put(pipe_exec_t *e, model_acts_t *a) {
+    e->held--;
+    e->held_bytes -= (double)a->bytes;
+    e->pool[a->chunk * e->s->M + e->pool_free[a->chunk]++] = a;
+}
+
+static void buf_put(pipe_exec_t *e, void *p) { e->bufs[e->nbufs++] = p; }
+
+/* A request is complete: its buffer (a gradient's SEND) goes back. */
+static void finished(pipe_exec_t *e, int i) {
+    comm_wait(e->comm, &e->req[i]);
+    if (e->send_buf[i]) {
+        buf_put(e, e->send_buf[i]);
+        e->send_buf[i] = NULL;
+        for (int k = 0; k < e->npending; k++)
+            if (e->pending[k] == i) e->pending[k] = e->pending[--e->npending];
+    }
+}
+
+static void *buf_get(pipe_exec_t *e) {
+    /* gradients sent by now give their buffers back (not those of an open
+     * group: their requests complete only with the group) */
+    for (int k = e->npending - 1; k >= 0 && e->nbufs == 0 && !e->comm->grouping; k--)
+        if (k < e->npending && comm_progress(e->comm, &e->req[e->pending[k]])) finished(e, e->pending[k]);
+    if (e->nbufs > 0) return e->bufs[--e->nbufs];
+    e->bufs_made++;
+    return dev_alloc_as(e->dev, e->msg_bytes, MEM_COMM);
+}
+
+/* Wait for action i's request, sleeping between polls; returns the seconds. */
+static double wait_req(pipe_exec_t *e, int i, const char *why) {
+    comm_req_t *r = &e->req[i];
+    if (!r->active) return 0;
+    double t0 = now_s();
+    if (!comm_progress(e->comm, r)) {
+        watch_begin(why, e->comm->name);
+        while (!comm_progress(e->comm, r)) nap();
+        watch_end();
+    }
+    finished(e, i);
+    double t1 = now_s();
+    if (t1 - t0 > 10e-6) trace_span(e->track, why, t0, t1);
+    return t1 - t0;
+}
+
+/* ---- the unit hook: layer times, and MPI progress during compute ------------------------ */
+static void unit_before(void *ctx, model_t *m, int u, model_pass_t pass) {
+    (void)m; (void)u; (void)pass;
+    pipe_exec_t *e = ctx;
+    if (!e->time_units) return;
+    if (e->sync) dev_sync(e->dev);
+    e->unit_t = now_s();
+}
+
+static void unit_after(void *ctx, model_t *m, int u, model_pass_t pass) {
+    (void)m;
+    pipe_exec_t *e = ctx;
+    if (e->time_units) {
+        if (e->sync) dev_sync(e->dev);
+        if (e->steps > 0) e->unit_s[pass != PASS_FORWARD][u] += now_s() - e->unit_t;
+    }
+    /* MPI moves data only inside its calls; testing any request drives its
+     * progress engine (on NCCL the GPU moves it by itself) */
+    if (e->comm->backend == COMM_MPI && e->last_post >= 0 && e->req[e->last_post].active)
+        comm_progress(e->comm, &e->req[e->last_post]);
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t *comm,
+                    grad_sync_t *gs, int recompute_every, int selective, int sync, int time_units) {
+    memset(e, 0, sizeof *e);
+    if (comm->size != s->P) die("pipeline: the pipeline communicator has %d ranks for %d stages", comm->size, s->P);
+    e->s = s;
+    e->stage = comm->rank;
+    e->m = m;
+    e->comm = comm;
+    e->gs = gs;
+    e->dev = m->d;
+    e->recompute_every = recompute_every;
+    e->selective = selective;
+    e->sync = sync;
+    e->time_units = time_units;
+    const model_shard_t *sh = &m->shard;
+    if (sh->chunks != s->V) die("pipeline: the model has %d chunks, the schedule %d", sh->chunks, s->V);
+    size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1);
+    e->msg_elems = rows * m->cfg.dim;
+    e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
+    int n = e->n = s->n[e->stage], MV = s->M * s->V;
+    const pipe_action_t *a = s->a[e->stage];
+    e->in_action = xmalloc(sizeof(int) * (size_t)n);
+    e->act_send = xmalloc(sizeof(int) * (size_t)n);
+    e->sends_grad = xcalloc((size_t)n, sizeof(int));
+    e->sync_mode = xcalloc((size_t)n, sizeof(int));
+    int *recv_at = xmalloc(sizeof(int) * 2 * (size_t)MV), *send_at = xmalloc(sizeof(int) * (size_t)MV);
+    int *last_bwd = xmalloc(sizeof(int) * (size_t)s->V);
+    for (int k = 0; k < 2 * MV; k++) recv_at[k] = -1;
+    for (int k = 0; k < MV; k++) send_at[k] = -1;
+    for (int c = 0; c < s->V; c++) last_bwd[c] = -1;
+    for (int i = 0; i < n; i++) {
+        int k = a[i].mb * s->V + a[i].chunk;
+        if (a[i].op == PA_RECV) recv_at[a[i].msg * MV + k] = i;
+        if (a[i].op == PA_SEND && a[i].msg == PM_ACT) send_at[k] = i;
+        if (a[i].op == PA_BWD) last_bwd[a[i].chunk] = i;
+    }
+    int first_sync = n;
+    for (int c = 0; c < s->V; c++) if (last_bwd[c] >= 0 && last_bwd[c] < first_sync) first_sync = last_bwd[c];
+    for (int i = 0; i < n; i++) {
+        int k = a[i].mb * s->V + a[i].chunk, vs = pipe_vstage(s, e->stage, a[i].chunk);
+        e->in_action[i] = a[i].op == PA_FWD ? recv_at[PM_ACT * MV + k]
+                        : a[i].op == PA_BWD ? recv_at[PM_GRAD * MV + k] : -1;
+        e->act_send[i] = a[i].op == PA_BWD ? send_at[k] : -1;
+        e->sends_grad[i] = a[i].op == PA_BWD && vs > 0;
+        if (a[i].op == PA_BWD && last_bwd[a[i].chunk] == i) e->sync_mode[i] = i == first_sync ? 1 : 2;
+    }
+    free(recv_at);
+    free(send_at);
+    free(last_bwd);
+    e->req = xcalloc((size_t)n, sizeof(comm_req_t));
+    e->send_buf = xcalloc((size_t)n, sizeof(void *));
+    e->acts = xcalloc((size_t)MV, sizeof(void *));
+    e->grad_in = xcalloc((size_t)MV, sizeof(void *));
+    e->grad_out = xcalloc((size_t)MV, sizeof(void *));
+    e->pool = xcalloc((size_t)MV, sizeof(void *));
+    e->pool_free = xcalloc((size_t)s->V, sizeof(int));
+    e->made = xcalloc((size_t)s->V, sizeof(int));
+    e->bufs = xcalloc((size_t)2 * MV + 2, sizeof(void *));
+    e->pending = xcalloc((size_t)n + 1, sizeof(int));
+    e->t0 = xcalloc((size_t)n + 1, sizeof(double));
+    e->t1 = xcalloc((size_t)n + 1, sizeof(double));
+    e->sum_fwd = xcalloc((size_t)s->V, sizeof(double));
+    e->sum_bwd = xcalloc((size_t)s->V, sizeof(double));
+    for (int p = 0; p < 2; p++) e->unit_s[p] = xcalloc((size_t)m->n_units, sizeof(double));
+    e->track = trace_track("schedule");
+    model_add_hook(m, unit_before, unit_after, e);
+}
+
+void pipe_exec_free(pipe_exec_t *e) {
+    for (int c = 0; c < e->s->V; c++)
+        for (int j = 0; j < e->pool_free[c]; j++) {
+            model_acts_free(e->m, e->pool[c * e->s->M + j]);
+            free(e->pool[c * e->s->M + j]);
+        }
+    for (int j = 0; j < e->nbufs; j++) dev_free(e->dev, e->bufs[j]);
+    free(e->in_action); free(e->act_send); free(e->sends_grad); free(e->sync_mode);
+    free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
+    free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
+    free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd);
+    free(e->unit_s[0]); free(e->unit_s[1]);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- one step ----------------------------------------------------------------------------- */
+static void post(pipe_exec_t *e, int i, int B) {
+    const pipe_schedule_t *s = e->s;
+    const pipe_action_t *a = &s->a[e->stage][i];
+    int k = a->mb * s->V + a->chunk;
+    dtype_t t = e->m->dtype;
+    e->last_post = i;
+    if (a->op == PA_RECV && a->msg == PM_ACT) {
+        e->acts[k] = acts_get(e, a->chunk, B);
+        comm_irecv(e->comm, e->acts[k]->resid[0], e->msg_elems, t, a->peer, &e->req[i]);
+    } else if (a->op == PA_RECV) {
+        e->grad_in[k] = buf_get(e);
+        comm_irecv(e->comm, e->grad_in[k], e->msg_elems, t, a->peer, &e->req[i]);
+    } else if (a->msg == PM_ACT) {
+        model_acts_t *x = e->acts[k];
+        comm_isend(e->comm, x->resid[x->n_layers], e->msg_elems, t, a->peer, &e->req[i]);
+    } else {
+        e->send_buf[i] = e->grad_out[k];
+        e->grad_out[k] = NULL;
+        e->pending[e->npending++] = i;
+        comm_isend(e->comm, e->send_buf[i], e->msg_elems, t, a->peer, &e->req[i]);
+    }
+}
+
+void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
+    const pipe_schedule_t *s = e->s;
+    const pipe_action_t *list = s->a[e->stage];
+    model_t *m = e->m;
+    int V = s->V, B = tr->mb;
+    double sent0 = comm_sent_bytes(e->comm);
+    model_zero_grads(m);
+    e->t_zero = now_s();
+    e->busy = e->idle = 0;
+    e->last_post = -1;
+    double exposed_in_bwd = 0;
+    for (int i = 0; i < e->n; i++) {
+        const pipe_action_t *a = &list[i];
+        int k = a->mb * V + a->chunk;
+        if (a->op == PA_SEND || a->op == PA_RECV) {
+            int first = i == 0 || !list[i - 1].with_next, grouped = a->with_next || !first;
+            e->t0[i] = elapsed(e);
+            if (first && grouped) comm_group_begin(e->comm);
+            post(e, i, B);
+            if (!a->with_next && grouped) comm_group_end(e->comm);
+            e->t1[i] = elapsed(e);
+            continue;
+        }
+        char what[TRACE_NAME], chunk[4] = "";
+        if (V > 1) snprintf(chunk, sizeof chunk, "%c", 'a' + a->chunk);
+        if (e->in_action[i] >= 0) {
+            snprintf(what, sizeof what, "wait %s %d%s", a->op == PA_FWD ? "activation" : "gradient",
+                     a->mb, chunk);
+            e->idle += wait_req(e, e->in_action[i], what);
+        }
+        double t0 = now_s();
+        if (a->op == PA_FWD) {
+            if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B);   /* virtual stage 0 */
+            model_acts_t *x = e->acts[k];
+            if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb, x);
+            double loss = model_forward(m, x);
+            if (x->has_head && model_counts_loss(m)) st->loss += loss;
+        } else {
+            model_acts_t *x = e->acts[k];
+            if (e->gs) {
+                if (e->sync_mode[i] == 1) grad_sync_begin(e->gs, 1);
+                else if (e->sync_mode[i] == 2) grad_sync_continue(e->gs);
+                else grad_sync_begin(e->gs, 0);
+            }
+            double ex0 = e->gs ? e->gs->exposed_s : 0;
+            model_backward(m, x, tr->loss_scale, e->grad_in[k]);
+            if (e->gs) exposed_in_bwd += e->gs->exposed_s - ex0;
+            if (e->grad_in[k]) buf_put(e, e->grad_in[k]);
+            e->grad_in[k] = NULL;
+            if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
+                e->grad_out[k] = buf_get(e);
+                dev_copy(e->dev, e->grad_out[k], model_grad_input(m), e->msg_bytes);
+            }
+        }
+        if (e->sync) dev_sync(e->dev);
+        double t1 = now_s(), d = t1 - t0;
+        e->busy += d;
+        if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
+        if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : e->sum_bwd)[a->chunk] += d;
+        e->t0[i] = t0 - e->t_zero;
+        e->t1[i] = t1 - e->t_zero;
+        snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : 'B', a->mb, chunk);
+        trace_span(e->track, what, t0, t1);
+        if (a->op == PA_BWD) {   /* the micro-batch object is free once its output has gone */
+            if (e->act_send[i] >= 0) e->idle += wait_req(e, e->act_send[i], "wait for a send");
+            acts_put(e, e->acts[k]);
+            e->acts[k] = NULL;
+        }
+    }
+    for (int i = 0; i < e->n; i++)
+        if (e->req[i].active) e->idle += wait_req(e, i, "wait for a send");
+    st->bwd_s -= exposed_in_bwd;
+    e->busy -= exposed_in_bwd;
+    if (e->gs) {
+        grad_sync_finish(e->gs);
+        st->exposed_s = e->gs->exposed_s;
+    }
+    /* The pipeline drains: every stage waits for the last one (a barrier,
+     * polled like a message) -- the end of the bubble. */
+    double td = now_s();
+    MPI_Request b;
+    MPI_CHECK(MPI_Ibarrier(e->comm->mpi, &b));
+    int done = 0;
+    watch_begin("the pipeline's drain", e->comm->name);
+    for (;;) {
+        MPI_CHECK(MPI_Test(&b, &done, MPI_STATUS_IGNORE));
+        if (done) break;
+        nap();
+    }
+    watch_end();
+    double tend = now_s();
+    if (tend - td > 10e-6) trace_span(e->track, "drain", td, tend);
+    e->idle += tend - td;
+    e->span = tend - e->t_zero;
+    e->sent = comm_sent_bytes(e->comm) - sent0;
+    st->bubble_s = e->idle;
+    if (e->steps > 0) {
+        e->sum_busy += e->busy;
+        e->sum_idle += e->idle;
+        e->sum_span += e->span;
+        e->sum_sent += e->sent;
+        e->timed++;
+    }
+    e->steps++;
+}
+
+/* ---- the report ---------------------------------------------------------------------------- */
+static void sum_world(double *x, int n, MPI_Comm w) {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, w));
+}
+
+void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int replica, pipe_report_t *r) {
+    const pipe_schedule_t *s = e->s;
+    const model_t *m = e->m;
+    int P = s->P, V = s->V, L = m->cfg.layers, st = e->stage;
+    memset(r, 0, sizeof *r);
+    r->P = P;
+    r->V = V;
+    r->L = L;
+    r->steps = e->timed;
+    double T = e->timed > 0 ? e->timed : 1, per = T * s->M * replicas;
+    /* one array, summed over the world: each rank fills its stage's slots */
+    int nt = 0;
+    for (int q = 0; q < P; q++) nt += s->n[q];
+    int off = 0;
+    for (int q = 0; q < st; q++) off += s->n[q];
+    size_t N = 3 * (size_t)P + 2 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt;
+    double *x = xcalloc(N, sizeof(double));
+    double *busy = x, *idle = busy + P, *span = idle + P, *fwd = span + P, *bwd = fwd + P * V;
+    double *lf = bwd + P * V, *lb = lf + L, *eh = lb + L, *sent = eh + 4, *t0 = sent + 1, *t1 = t0 + nt;
+    busy[st] = e->sum_busy / T / replicas;
+    idle[st] = e->sum_idle / T / replicas;
+    span[st] = e->sum_span / T / replicas;
+    for (int c = 0; c < V; c++) {
+        fwd[st * V + c] = e->sum_fwd[c] / per;
+        bwd[st * V + c] = e->sum_bwd[c] / per;
+    }
+    for (int u = 0; u < m->n_units; u++) {
+        int l = m->units[u].layer;
+        double f = e->unit_s[0][u] / per, b = e->unit_s[1][u] / per;
+        if (l < 0) { eh[0] += f; eh[1] += b; }
+        else if (l >= L) { eh[2] += f; eh[3] += b; }
+        else { lf[l] += f; lb[l] += b; }
+    }
+    *sent = e->sum_sent / T / replicas;
+    /* the last step's timeline of replica 0, from the earliest stage's start */
+    double start = e->t_zero, first = start;
+    MPI_CHECK(MPI_Allreduce(&start, &first, 1, MPI_DOUBLE, MPI_MIN, world));
+    if (replica == 0)
+        for (int i = 0; i < e->n; i++) {
+            t0[off + i] = e->t0[i] + start - first;
+            t1[off + i] = e->t1[i] + start - first;
+        }
+    sum_world(x, (int)N, world);
+    r->busy = xmalloc(sizeof(double) * (size_t)P);
+    r->idle = xmalloc(sizeof(double) * (size_t)P);
+    r->span = xmalloc(sizeof(double) * (size_t)P);
+    r->fwd = xmalloc(sizeof(double) * (size_t)P * V);
+    r->bwd = xmalloc(sizeof(double) * (size_t)P * V);
+    r->layer_fwd = xmalloc(sizeof(double) * (size_t)L);
+    r->layer_bwd = xmalloc(sizeof(double) * (size_t)L);
+    memcpy(r->busy, busy, sizeof(double) * (size_t)P);
+    memcpy(r->idle, idle, sizeof(double) * (size_t)P);
+    memcpy(r->span, span, sizeof(double) * (size_t)P);
+    memcpy(r->fwd, fwd, sizeof(double) * (size_t)P * V);
+    memcpy(r->bwd, bwd, sizeof(double) * (size_t)P * V);
+    memcpy(r->layer_fwd, lf, sizeof(double) * (size_t)L);
+    memcpy(r->layer_bwd, lb, sizeof(double) * (size_t)L);
+    r->emb_fwd = eh[0];
+    r->emb_bwd = eh[1];
+    r->head_fwd = eh[2];
+    r->head_bwd = eh[3];
+    r->sent = *sent;
+    r->t0 = xcalloc((size_t)P, sizeof(double *));
+    r->t1 = xcalloc((size_t)P, sizeof(double *));
+    for (int q = 0, o = 0; q < P; o += s->n[q], q++) {
+        r->t0[q] = xmalloc(sizeof(double) * ((size_t)s->n[q] + 1));
+        r->t1[q] = xmalloc(sizeof(double) * ((size_t)s->n[q] + 1));
+        memcpy(r->t0[q], t0 + o, sizeof(double) * (size_t)s->n[q]);
+        memcpy(r->t1[q], t1 + o, sizeof(double) * (size_t)s->n[q]);
+    }
+    free(x);
+    /* the peaks: the largest over the replicas */
+    double *pk = xcalloc(3 * (size_t)P, sizeof(double));
+    pk[st] = e->held_peak;
+    pk[P + st] = e->held_bytes_peak;
+    pk[2 * P + st] = e->bufs_made;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, pk, 3 * P, MPI_DOUBLE, MPI_MAX, world));
+    r->held = xmalloc(sizeof(int) * (size_t)P);
+    r->held_bytes = xmalloc(sizeof(double) * (size_t)P);
+    r->bufs = xmalloc(sizeof(int) * (size_t)P);
+    for (int q = 0; q < P; q++) {
+        r->held[q] = (int)pk[q];
+        r->held_bytes[q] = pk[P + q];
+        r->bufs[q] = (int)pk[2 * P + q];
+    }
+    free(pk);
+}
+
+void pipe_report_free(pipe_report_t *r) {
+    for (int q = 0; q < r->P && r->t0; q++) {
+        free(r->t0[q]);
+        free(r->t1[q]);
+    }
+    free(r->t0); free(r->t1); free(r->busy); free(r->idle); free(r->span); free(r->fwd); free(r->bwd);
+    free(r->layer_fwd); free(r->layer_bwd); free(r->held); free(r->held_bytes); free(r->bufs);
+    memset(r, 0, sizeof *r);
+}
+
+/* Every layer has the same shapes: each costs the mean of the measured
+ * layers (so that a slower core or a busier moment of one stage in the run
+ * does not become one stage's property in the replay); the embedding and the
+ * head keep their own times. */
+void pipe_costs_from_layers(const pipe_report_t *r, int P, int V, double *fwd, double *bwd) {
+    int per = r->L / (P * V), last = P * V - 1;
+    if (per < 1 || r->L % (P * V)) die("pipeline: %d layers do not cut into %d x %d chunks", r->L, P, V);
+    double lf = 0, lb = 0;
+    for (int l = 0; l < r->L; l++) {
+        lf += r->layer_fwd[l] / r->L;
+        lb += r->layer_bwd[l] / r->L;
+    }
+    for (int s = 0; s < P; s++)
+        for (int c = 0; c < V; c++) {
+            int vs = c * P + s;
+            double f = per * lf, b = per * lb;
+            if (vs == 0) { f += r->emb_fwd; b += r->emb_bwd; }
+            if (vs == last) { f += r->head_fwd; b += r->head_bwd; }
+            fwd[s * V + c] = f;
+            bwd[s * V + c] = b;
+        }
+}

@@ -1,0 +1,268 @@
+/* main.c: 07_pipeline/pipeline, the pipeline-parallel trainer: the shared
+ * training loop (common/train.h) with a schedule (schedule.h) run by the
+ * executor (executor.h) on every stage, and the bubble measured, replayed and
+ * set beside its formula.
+ *
+ *   mpirun -np 2 ./07_pipeline/pipeline --schedule 1f1b --micro 8
+ *   mpirun -np 4 ./07_pipeline/pipeline --schedule interleaved --dp 2 --micro 4
+ *   ./07_pipeline/pipeline --show-schedule --schedule gpipe --stages 4 --micro 4
+ *
+ * The world is --stages x --dp ranks: stages are consecutive ranks (one
+ * pipeline), --dp pipelines are data-parallel replicas whose gradients are
+ * all-reduced after each stage's last backward (common/grad_sync). Every
+ * rank builds every stage's action list and checks it (schedule.h) before
+ * step 1. After the run: the measured bubble (idle / step, mean over stages)
+ * beside the schedule's formula, the same lists replayed on a clock with the
+ * times measured here (at this stage count, and at the --replay ones from
+ * the layer times), the activations held per stage, the bytes sent. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "executor.h"
+#include "grad_sync.h"
+#include "perf.h"
+#include "schedule.h"
+#include "train.h"
+
+#define BUBBLE_HEADER "schedule,stages,micro,virtual,source,bubble,formula,step_ms"
+#define MEMORY_HEADER "schedule,stages,micro,virtual,stage,held,bound,held_mb"
+#define GANTT_HEADER "source,schedule,stages,micro,virtual,stage,op,mb,chunk,start_ms,end_ms"
+
+typedef struct {
+    const char *schedule, *replay, *bubble_csv, *memory_csv, *gantt_csv;
+    int stages, dp, virt, show;
+    double replay_gbps, replay_us;
+    pipe_schedule_t s;
+    pipe_exec_t e;
+    grad_sync_t gs;
+} pipeline_t;
+
+static void pipeline_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+    pipe_exec_step(&((pipeline_t *)ctx)->e, tr, step, st);
+}
+
+/* "embedding + layers 0-3" for a stage's chunks. */
+static void stage_layers(char *buf, size_t len, int P, int V, int L, int st) {
+    int per = L / (P * V), n = 0;
+    buf[0] = 0;
+    for (int c = 0; c < V; c++) {
+        int vs = c * P + st, a = vs * per, b = a + per - 1;
+        char lay[32];
+        if (a == b) snprintf(lay, sizeof lay, "layer %d", a);
+        else snprintf(lay, sizeof lay, "layers %d-%d", a, b);
+        n += snprintf(buf + n, len - (size_t)n, "%s%s%s%s", c ? ", " : "", vs == 0 ? "embedding + " : "", lay,
+                      vs == P * V - 1 ? " + head" : "");
+        if ((size_t)n >= len) break;
+    }
+}
+
+static double msg_seconds(const pipeline_t *p, double bytes) {
+    return p->replay_us * 1e-6 + (p->replay_gbps > 0 ? bytes / (p->replay_gbps * 1e9) : 0);
+}
+
+static void gantt_rows(FILE *f, const char *source, const pipe_schedule_t *s, double *const *t0,
+                       double *const *t1) {
+    for (int st = 0; st < s->P; st++)
+        for (int i = 0; i < s->n[st]; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            if (a->op != PA_FWD && a->op != PA_BWD) continue;
+            fprintf(f, "%s,%s,%d,%d,%d,%d,%s,%d,%d,%.4f,%.4f\n", source, pipe_kind_name[s->kind], s->P, s->M,
+                    s->V, st, a->op == PA_FWD ? "F" : "B", a->mb, a->chunk, 1e3 * t0[st][i], 1e3 * t1[st][i]);
+        }
+}
+
+/* The summary after the run: measured against formula and replay. */
+static void summary(pipeline_t *p, train_t *tr) {
+    const pipe_schedule_t *s = &p->s;
+    int P = s->P, M = s->M, V = s->V;
+    pipe_report_t r;
+    pipe_exec_report(&p->e, MPI_COMM_WORLD, tr->dp, tr->dp_rank, &r);
+    double formula = pipe_bubble_formula(s->kind, P, M, V);
+    static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)"};
+    const char *kind = pipe_kind_name[s->kind];
+    double measured = 0, span = 0;
+    for (int st = 0; st < P; st++) {
+        measured += r.span[st] > 0 ? r.idle[st] / r.span[st] / P : 0;
+        span += r.span[st] / P;
+    }
+    FILE *bub = NULL, *gan = NULL;
+    if (tr->dist.rank == 0 && p->bubble_csv) bub = csv_open(p->bubble_csv, BUBBLE_HEADER);
+    if (tr->dist.rank == 0 && p->gantt_csv) gan = csv_open(p->gantt_csv, GANTT_HEADER);
+    char chunks[32] = "";
+    if (V > 1) snprintf(chunks, sizeof chunks, " x %d chunks", V);
+    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s: formula %s = %.1f%%\n", kind, P, P == 1 ? "" : "s",
+        chunks, M, M == 1 ? "" : "es", fname[s->kind], 100 * formula);
+    say("         measured, steps %ld-%d (idle / step, mean over stages): %.1f%%\n", tr->start + 2, tr->o.steps,
+        100 * measured);
+    for (int st = 0; st < P; st++)
+        say("           stage %d: busy %.3f + idle %.3f + other %.3f = step %.3f ms (idle %.1f%%)\n", st,
+            1e3 * r.busy[st], 1e3 * r.idle[st], 1e3 * (r.span[st] - r.busy[st] - r.idle[st]), 1e3 * r.span[st],
+            r.span[st] > 0 ? 100 * r.idle[st] / r.span[st] : 0.0);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f\n", kind, P, M, V, measured, formula, 1e3 * span);
+    if (gan) gantt_rows(gan, "measured", s, r.t0, r.t1);
+
+    /* the same lists on a clock: with this run's action times, then with its layer times */
+    int most = (P > 32 ? P : 32) * V;
+    double msg = msg_seconds(p, (double)p->e.msg_bytes), *f = xmalloc(sizeof(double) * 2 * (size_t)most),
+           *b = f + most;
+    char err[300];
+    pipe_costs_t c = {r.fwd, r.bwd, msg};
+    pipe_replay_t rp;
+    if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
+    say("         replayed with this run's action times: %.1f%% (step %.2f ms)", 100 * rp.bubble, 1e3 * rp.step);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
+    pipe_replay_free(&rp);
+    pipe_costs_from_layers(&r, P, V, f, b);
+    c = (pipe_costs_t){f, b, msg};
+    if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
+    say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
+    pipe_replay_free(&rp);
+    long want[16];
+    int nw = strcmp(p->replay, "none") ? args_size_list(p->replay, want, 16, "replay") : 0;
+    for (int i = 0; i < nw; i++) {
+        int Q = (int)want[i];
+        char why[200];
+        if (Q > 32 || pipe_schedule_valid(s->kind, Q, M, V, why, sizeof why) ||
+            tr->cfg.layers % (Q * V)) {
+            if (Q > 32) snprintf(why, sizeof why, "at most 32 stages are replayed");
+            else if (tr->cfg.layers % (Q * V))
+                snprintf(why, sizeof why, "%d layers do not cut into %d x %d chunks", tr->cfg.layers, Q, V);
+            say("         not replayed at %d stages: %s\n", Q, why);
+            continue;
+        }
+        pipe_schedule_t q;
+        pipe_schedule_build(&q, s->kind, Q, M, V);
+        pipe_costs_from_layers(&r, Q, V, f, b);
+        c = (pipe_costs_t){f, b, msg};
+        if (pipe_replay(&q, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
+        double fq = pipe_bubble_formula(s->kind, Q, M, V);
+        say("         replayed at %d stages (layer times): %.1f%% (formula %.1f%%), step %.2f ms\n", Q,
+            100 * rp.bubble, 100 * fq, 1e3 * rp.step);
+        if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, Q, M, V, rp.bubble, fq, 1e3 * rp.step);
+        if (gan) gantt_rows(gan, "replayed", &q, rp.t0, rp.t1);
+        pipe_replay_free(&rp);
+        pipe_schedule_free(&q);
+    }
+    if (msg > 0) say("         (replays charge %.1f us per message)\n", 1e6 * msg);
+    free(f);
+
+    /* memory: activations held at the peak, against the schedule's promise */
+    FILE *mem = tr->dist.rank == 0 && p->memory_csv ? csv_open(p->memory_csv, MEMORY_HEADER) : NULL;
+    static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
+                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)"};
+    say("memory:  activations held at the peak, measured, in %smicro-batches (%s promises %s):\n",
+        V > 1 ? "chunk " : "", kind, promise[s->kind]);
+    for (int st = 0; st < P; st++) {
+        int bound = pipe_inflight_bound(s->kind, P, M, V, st);
+        if (V == 1 && r.held[st] > 0)
+            say("           stage %d: %d (promised %d) x %.4f MB = %.4f MB\n", st, r.held[st], bound,
+                r.held_bytes[st] / r.held[st] / 1e6, r.held_bytes[st] / 1e6);
+        else
+            say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
+        if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
+    }
+    /* bytes: every boundary between virtual stages carries M activations and M gradients */
+    double per_msg = (double)p->e.msg_bytes, want_b = 2.0 * M * (P * V - 1) * per_msg;
+    say("sent:    %.0f bytes (%.3f MB) per step between the stages of one pipeline; formula 2 M (P V - 1) x "
+        "%.0f bytes = %.0f\n", r.sent, r.sent / 1e6, per_msg, want_b);
+    if (bub) fclose(bub);
+    if (gan) fclose(gan);
+    if (mem) fclose(mem);
+    pipe_report_free(&r);
+}
+
+int main(int argc, char **argv) {
+    pipeline_t p = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
+    arg_t flags[] = {
+        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
+        {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
+        {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
+        {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
+        {"show-schedule", ARG_FLAG, &p.show, "print the schedule as a grid, check it, and exit", NULL, 0, 0},
+        {"replay", ARG_STRING, &p.replay, "also replay the schedule at these stage counts from the measured layer times (none: no others)", NULL, 0, 0},
+        {"replay-gbps", ARG_DOUBLE, &p.replay_gbps, "replays: GB/s of the link between stages (0: messages free)", NULL, 0, 1e6},
+        {"replay-us", ARG_DOUBLE, &p.replay_us, "replays: latency per message, microseconds", NULL, 0, 1e7},
+        {"bubble-csv", ARG_STRING, &p.bubble_csv, "append the bubble (measured, replayed, formula) to this CSV", NULL, 0, 0},
+        {"memory-csv", ARG_STRING, &p.memory_csv, "append the activations held per stage to this CSV", NULL, 0, 0},
+        {"gantt-csv", ARG_STRING, &p.gantt_csv, "append the last step's timeline (measured and replayed) to this CSV", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "07_pipeline", "07_pipeline/pipeline", "pipeline parallelism",
+        "Pipeline-parallel training of the Llama-style model: the layers cut into\n"
+        "stages, micro-batches flowing through them under a schedule (naive, GPipe,\n"
+        "1F1B, interleaved 1F1B), the bubble measured, replayed and set beside its\n"
+        "formula; data-parallel replicas of the pipeline with --dp.", flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    tr.o.micro = 8;    /* the pipeline's defaults: 8 micro-batches, 8 layers (2, 4 or 8 stages) */
+    tr.o.layers = 8;
+    train_init(&tr, &argc, &argv, &prog);
+
+    int world = tr.dist.world, L = tr.cfg.layers, M = tr.o.micro;
+    pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p.schedule);
+    if (p.stages < 1) p.stages = p.show ? 1 : world / p.dp;
+    int P = p.stages, V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
+    char why[200];
+    if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) usage_error("%s", why);
+    if (p.show) {   /* the picture, checked, and nothing else */
+        pipe_schedule_build(&p.s, kind, P, M, V);
+        char err[300];
+        if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
+        if (tr.dist.rank == 0) {
+            pipe_schedule_print(&p.s, stdout);
+            printf("checked: forwards before backwards, sends match receives in order, no deadlock "
+                   "(MPI, or one stream per rank as NCCL), activations within the promise\n");
+        }
+        pipe_schedule_free(&p.s);
+        usage_exit_ok();
+    }
+    if (P * p.dp != world)
+        usage_error("--stages %d x --dp %d = %d ranks, but the world has %d", P, p.dp, P * p.dp, world);
+    if (P > L) usage_error("%d stages need at least %d layers (the model has %d)", P, P, L);
+    if (L % (P * V))
+        usage_error("%d layers do not cut into %d stages x %d chunk%s of equal size", L, P, V, V == 1 ? "" : "s");
+    args_check_output(MPI_COMM_WORLD, "bubble-csv", p.bubble_csv, BUBBLE_HEADER);
+    args_check_output(MPI_COMM_WORLD, "memory-csv", p.memory_csv, MEMORY_HEADER);
+    args_check_output(MPI_COMM_WORLD, "gantt-csv", p.gantt_csv, GANTT_HEADER);
+    if (strcmp(p.replay, "none")) {
+        long tmp[16];
+        args_size_list(p.replay, tmp, 16, "replay");
+    }
+
+    train_setup(&tr, 1, 1, P);
+    int stage = tr.mesh.coord[AXIS_PP];
+    if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, P, stage, V);
+    train_model(&tr, 1);
+    pipe_schedule_build(&p.s, kind, P, M, V);
+    char err[300];
+    if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
+    grad_sync_t *gs = NULL;
+    if (tr.dp > 1) {
+        grad_sync_init_allreduce(&p.gs, &tr.grad, &tr.model, tr.dtype, 25u << 20, 1);
+        gs = &p.gs;
+    }
+    pipe_exec_init(&p.e, &p.s, &tr.model, &tr.axis[AXIS_PP], gs, tr.recompute_every, tr.selective, 1, 1);
+    say("pipeline: %s schedule, %d stage%s x %d chunk%s, %d micro-batches of %d sequence%s per step and "
+        "replica, %d replica%s%s\n", p.schedule, P, P == 1 ? "" : "s", V, V == 1 ? "" : "s", M, tr.mb,
+        tr.mb == 1 ? "" : "s", tr.dp, tr.dp == 1 ? "" : "s",
+        tr.dp > 1 ? " (gradients all-reduced after each stage's last backward)" : "");
+    for (int st = 0; st < P; st++) {
+        char lay[256];
+        stage_layers(lay, sizeof lay, P, V, L, st);
+        say("          stage %d: %s\n", st, lay);
+    }
+    say("          messages: %zu bytes each (%d x %d x %d %s), posted in groups between computes; the "
+        "lists passed the checker\n", p.e.msg_bytes, tr.mb, tr.cfg.seq, tr.cfg.dim, dtype_name(tr.dtype));
+    train_optimizer(&tr, NULL, 0, 0);
+    train_run(&tr, pipeline_step, &p);
+    summary(&p, &tr);
+    pipe_exec_free(&p.e);
+    if (gs) grad_sync_free(gs);
+    pipe_schedule_free(&p.s);
+    train_finish(&tr);
+    return 0;
+}

@@ -1,0 +1,590 @@
+/* schedule.c: the schedules, their lowering to action lists, the checker and
+ * the replay (see schedule.h). Nothing here touches a model or a network:
+ * the lists are plain data, so the tests check them by themselves. */
+#include "schedule.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+const char *const pipe_kind_name[PIPE_KINDS] = {"naive", "gpipe", "1f1b", "interleaved"};
+
+int pipe_kind_parse(const char *name) {
+    for (int k = 0; k < PIPE_KINDS; k++)
+        if (strcmp(name, pipe_kind_name[k]) == 0) return k;
+    return -1;
+}
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && len) vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int pipe_schedule_valid(pipe_kind_t kind, int P, int M, int V, char *why, size_t len) {
+    if ((int)kind < 0 || kind >= PIPE_KINDS) return fail(why, len, "unknown schedule %d", (int)kind);
+    if (P < 1 || M < 1 || V < 1) return fail(why, len, "stages, micro-batches and chunks must be >= 1");
+    if (kind != PIPE_INTERLEAVED) {
+        if (V != 1) return fail(why, len, "%d chunks per stage need the interleaved schedule", V);
+        return 0;
+    }
+    if (P < 2) return fail(why, len, "the interleaved schedule needs at least 2 stages");
+    if (V < 2) return fail(why, len, "the interleaved schedule needs at least 2 chunks per stage");
+    if (M % P)
+        return fail(why, len, "the interleaved schedule runs micro-batches in groups of the %d stages: "
+                    "%d micro-batches are not a multiple of %d", P, M, P);
+    return 0;
+}
+
+/* ---- the compute order of each schedule ------------------------------------------------ */
+/* One compute, and whether the stage communicates after it (the end of a
+ * block: its outputs are sent and the next block's inputs received there). */
+typedef struct { int op, mb, chunk, block_end; } comp_t;
+
+static int order(pipe_kind_t kind, int P, int M, int V, int s, comp_t *o) {
+    int n = 0;
+#define PUT(op_, mb_, c_) (o[n++] = (comp_t){(op_), (mb_), (c_), 1})
+    switch (kind) {
+    case PIPE_NAIVE:          /* one micro-batch through the whole pipeline at a time */
+        for (int i = 0; i < M; i++) { PUT(PA_FWD, i, 0); PUT(PA_BWD, i, 0); }
+        break;
+    case PIPE_GPIPE:          /* every forward, then every backward (Huang et al. 2019) */
+        for (int i = 0; i < M; i++) PUT(PA_FWD, i, 0);
+        for (int i = 0; i < M; i++) PUT(PA_BWD, i, 0);
+        break;
+    case PIPE_1F1B: {         /* PipeDream-Flush (Narayanan et al. 2019, 2021): warm up with
+                                 the forwards the later stages need, then alternate */
+        int w = P - s - 1 < M ? P - s - 1 : M;
+        for (int i = 0; i < w; i++) PUT(PA_FWD, i, 0);
+        for (int k = 0; k < M - w; k++) { PUT(PA_FWD, w + k, 0); PUT(PA_BWD, k, 0); }
+        for (int i = M - w; i < M; i++) PUT(PA_BWD, i, 0);
+        break;
+    }
+    case PIPE_INTERLEAVED: {  /* Narayanan et al. 2021, as Megatron-LM orders it: the k-th
+                                 forward runs micro-batch (k / PV) P + k % P through chunk
+                                 (k / P) % V; backwards go through the chunks in reverse.
+                                 In the steady state a forward and a backward form one
+                                 block, with one exchange of messages after both. */
+        int total = M * V, w = 2 * (P - s - 1) + (V - 1) * P;
+        if (w > total) w = total;
+#define FK(k) PUT(PA_FWD, ((k) / (P * V)) * P + (k) % P, ((k) / P) % V)
+#define BK(k) PUT(PA_BWD, ((k) / (P * V)) * P + (k) % P, V - 1 - ((k) / P) % V)
+        for (int k = 0; k < w; k++) FK(k);
+        for (int k = 0; k < total - w; k++) {
+            FK(w + k);
+            o[n - 1].block_end = 0;
+            BK(k);
+        }
+        for (int k = total - w; k < total; k++) BK(k);
+#undef FK
+#undef BK
+        break;
+    }
+    default:
+        die("pipeline: unknown schedule %d", (int)kind);
+    }
+#undef PUT
+    return n;
+}
+
+/* ---- lowering: the messages around the computes ----------------------------------------
+ * At the start and after every block: the sends of the block's outputs, then
+ * the receives of the next block's inputs, all posted as one group. */
+static void lower(pipe_schedule_t *s, int stage, const comp_t *o, int nc, int group) {
+    int P = s->P, last = P * s->V - 1;
+    pipe_action_t *a = xcalloc((size_t)nc * 3, sizeof *a);
+    int n = 0;
+    for (int b = 0, e; b < nc; b = e) {          /* the block [b, e) */
+        for (e = b; e < nc && !o[e].block_end; e++) {}
+        e = e < nc ? e + 1 : nc;
+        for (int i = b; i < e; i++) {            /* its inputs that come from a neighbour */
+            int vs = o[i].chunk * P + stage, fwd = o[i].op == PA_FWD;
+            if (fwd ? vs > 0 : vs < last)
+                a[n++] = (pipe_action_t){PA_RECV, o[i].mb, o[i].chunk, fwd ? PM_ACT : PM_GRAD,
+                                         (fwd ? vs - 1 : vs + 1) % P, 0};
+        }
+        for (int i = b; i < e; i++)
+            a[n++] = (pipe_action_t){.op = o[i].op, .mb = o[i].mb, .chunk = o[i].chunk};
+        for (int i = b; i < e; i++) {            /* its outputs that go to a neighbour */
+            int vs = o[i].chunk * P + stage, fwd = o[i].op == PA_FWD;
+            if (fwd ? vs < last : vs > 0)
+                a[n++] = (pipe_action_t){PA_SEND, o[i].mb, o[i].chunk, fwd ? PM_ACT : PM_GRAD,
+                                         (fwd ? vs + 1 : vs - 1) % P, 0};
+        }
+    }
+    if (group)   /* messages between two computes go as one group */
+        for (int i = 0; i + 1 < n; i++)
+            a[i].with_next = a[i].op >= PA_SEND && a[i + 1].op >= PA_SEND;
+    s->a[stage] = a;
+    s->n[stage] = n;
+}
+
+static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int group) {
+    char why[200];
+    if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) die("pipeline: %s", why);
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->P = P;
+    s->M = M;
+    s->V = V;
+    s->n = xcalloc((size_t)P, sizeof *s->n);
+    s->a = xcalloc((size_t)P, sizeof *s->a);
+    comp_t *o = xmalloc(sizeof *o * 2 * (size_t)M * (size_t)V);
+    for (int st = 0; st < P; st++) lower(s, st, o, order(kind, P, M, V, st, o), group);
+    free(o);
+}
+
+void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V) {
+    build(s, kind, P, M, V, 1);
+}
+
+void pipe_schedule_ungroup(pipe_schedule_t *s) {
+    for (int st = 0; st < s->P; st++)
+        for (int i = 0; i < s->n[st]; i++) s->a[st][i].with_next = 0;
+}
+
+void pipe_schedule_free(pipe_schedule_t *s) {
+    for (int st = 0; st < s->P && s->a; st++) free(s->a[st]);
+    free(s->a);
+    free(s->n);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- messages ------------------------------------------------------------------------- */
+/* A message is named by its kind, micro-batch and the virtual stage that sent
+ * it: an activation goes from vs to vs + 1, a gradient from vs to vs - 1. */
+static int msg_id(const pipe_schedule_t *s, int msg, int mb, int vs_from) {
+    return (msg * s->M + mb) * s->P * s->V + vs_from;
+}
+static int n_msgs(const pipe_schedule_t *s) { return 2 * s->M * s->P * s->V; }
+
+/* The message a SEND or RECV action of `stage` carries. */
+static int action_msg(const pipe_schedule_t *s, int stage, const pipe_action_t *a) {
+    int vs = pipe_vstage(s, stage, a->chunk);
+    if (a->op == PA_RECV) vs += a->msg == PM_ACT ? -1 : 1;
+    return msg_id(s, a->msg, a->mb, vs);
+}
+
+/* The message a compute action waits for, or -1. */
+static int input_msg(const pipe_schedule_t *s, int stage, const pipe_action_t *a) {
+    int vs = pipe_vstage(s, stage, a->chunk), last = s->P * s->V - 1;
+    if (a->op == PA_FWD) return vs > 0 ? msg_id(s, PM_ACT, a->mb, vs - 1) : -1;
+    if (a->op == PA_BWD) return vs < last ? msg_id(s, PM_GRAD, a->mb, vs + 1) : -1;
+    return -1;
+}
+
+static const char *op_name(int op) {
+    static const char *n[4] = {"FWD", "BWD", "SEND", "RECV"};
+    return op >= 0 && op < 4 ? n[op] : "?";
+}
+
+static void describe(char *buf, size_t len, const pipe_action_t *a) {
+    if (a->op == PA_SEND || a->op == PA_RECV)
+        snprintf(buf, len, "%s %s mb %d chunk %d %s stage %d", op_name(a->op),
+                 a->msg == PM_ACT ? "activation" : "gradient", a->mb, a->chunk,
+                 a->op == PA_SEND ? "to" : "from", a->peer);
+    else
+        snprintf(buf, len, "%s mb %d chunk %d", op_name(a->op), a->mb, a->chunk);
+}
+
+/* ---- the replay ----------------------------------------------------------------------- */
+int pipe_replay(const pipe_schedule_t *s, const pipe_costs_t *c, pipe_replay_t *r, char *err,
+                size_t len) {
+    int P = s->P, V = s->V, nm = n_msgs(s);
+    memset(r, 0, sizeof *r);
+    r->P = P;
+    r->busy = xcalloc((size_t)P, sizeof(double));
+    r->idle = xcalloc((size_t)P, sizeof(double));
+    r->t0 = xcalloc((size_t)P, sizeof(double *));
+    r->t1 = xcalloc((size_t)P, sizeof(double *));
+    double *posted = xmalloc(sizeof(double) * (size_t)nm), *clock = xcalloc((size_t)P, sizeof(double));
+    int *pc = xcalloc((size_t)P, sizeof(int));
+    for (int i = 0; i < nm; i++) posted[i] = -1;
+    for (int st = 0; st < P; st++) {
+        r->t0[st] = xcalloc((size_t)s->n[st] + 1, sizeof(double));
+        r->t1[st] = xcalloc((size_t)s->n[st] + 1, sizeof(double));
+    }
+    /* Each stage advances until it needs a message not yet sent; the sweep
+     * repeats until nothing moves. Times depend only on the senders' post
+     * times, so the order of the sweep does not change them. */
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (int st = 0; st < P; st++) {
+            while (pc[st] < s->n[st]) {
+                const pipe_action_t *a = &s->a[st][pc[st]];
+                double t0 = clock[st], t1 = t0;
+                if (a->op == PA_SEND) {
+                    posted[action_msg(s, st, a)] = t0;
+                } else if (a->op != PA_RECV) {
+                    int in = input_msg(s, st, a);
+                    if (in >= 0 && posted[in] < 0) break;
+                    if (in >= 0 && posted[in] + c->msg_s > t0) t0 = posted[in] + c->msg_s;
+                    double d = (a->op == PA_FWD ? c->fwd : c->bwd)[st * V + a->chunk];
+                    t1 = t0 + d;
+                    r->busy[st] += d;
+                    clock[st] = t1;
+                }
+                r->t0[st][pc[st]] = t0;
+                r->t1[st][pc[st]] = t1;
+                pc[st]++;
+                moved = 1;
+            }
+        }
+    }
+    int rc = 0;
+    for (int st = 0; st < P; st++) {
+        if (pc[st] < s->n[st] && rc == 0) {
+            char what[96];
+            describe(what, sizeof what, &s->a[st][pc[st]]);
+            rc = fail(err, len, "deadlock: every stage waits; stage %d at action %d (%s) for a message "
+                      "not sent yet", st, pc[st], what);
+        }
+        if (clock[st] > r->step) r->step = clock[st];
+    }
+    for (int st = 0; st < P; st++) {
+        r->idle[st] = r->step - r->busy[st];
+        r->bubble += r->step > 0 ? r->idle[st] / r->step / P : 0;
+    }
+    free(posted);
+    free(clock);
+    free(pc);
+    return rc;
+}
+
+void pipe_replay_free(pipe_replay_t *r) {
+    for (int st = 0; st < r->P && r->t0; st++) {
+        free(r->t0[st]);
+        free(r->t1[st]);
+    }
+    free(r->t0);
+    free(r->t1);
+    free(r->busy);
+    free(r->idle);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- the stream model: every send waits for its receive --------------------------------
+ * Each rank's messages form groups (a SEND with_next and its RECV, or one
+ * action alone) that complete in the order posted, as on one NCCL stream. A
+ * group starts when the computes posted before it are done; each of its
+ * operations completes when the partner's operation belongs to the partner's
+ * current, started group; the group completes when all of its operations
+ * have. A compute runs when the computes before it are done and the group of
+ * its input's RECV has completed. */
+static int stream_check(const pipe_schedule_t *s, char *err, size_t len) {
+    int P = s->P, nm = n_msgs(s), rc = 0;
+    int **group_of = xcalloc((size_t)P, sizeof(int *));      /* action -> group */
+    int **g_first = xcalloc((size_t)P, sizeof(int *));       /* group -> first action */
+    int **g_comps = xcalloc((size_t)P, sizeof(int *));       /* group -> computes before it */
+    int **c_group = xcalloc((size_t)P, sizeof(int *));       /* compute k -> group of its input */
+    int **done = xcalloc((size_t)P, sizeof(int *));          /* action -> operation completed */
+    int *ng = xcalloc((size_t)P, sizeof(int)), *nc = xcalloc((size_t)P, sizeof(int));
+    int *head = xcalloc((size_t)P, sizeof(int)), *cdone = xcalloc((size_t)P, sizeof(int));
+    int *send_at = xmalloc(sizeof(int) * 2 * (size_t)nm);    /* message -> (stage, action) */
+    int *recv_at = xmalloc(sizeof(int) * 2 * (size_t)nm);
+    int *recv_group = xmalloc(sizeof(int) * (size_t)nm);     /* message -> group of its RECV */
+    for (int st = 0; st < P; st++) {
+        int n = s->n[st];
+        group_of[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+        g_first[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+        g_comps[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+        c_group[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+        done[st] = xcalloc((size_t)n + 1, sizeof(int));
+        int comps = 0;
+        for (int i = 0; i < n; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            group_of[st][i] = -1;
+            if (a->op == PA_FWD || a->op == PA_BWD) {
+                comps++;
+                continue;
+            }
+            int id = action_msg(s, st, a);
+            if (i > 0 && s->a[st][i - 1].with_next) {
+                group_of[st][i] = ng[st] - 1;       /* joins the group before it */
+            } else {
+                g_first[st][ng[st]] = i;
+                g_comps[st][ng[st]] = comps;
+                group_of[st][i] = ng[st]++;
+            }
+            int *at = a->op == PA_SEND ? send_at : recv_at;
+            at[2 * id] = st;
+            at[2 * id + 1] = i;
+            if (a->op == PA_RECV) recv_group[id] = group_of[st][i];
+        }
+        nc[st] = comps;
+        comps = 0;
+        for (int i = 0; i < n; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            if (a->op != PA_FWD && a->op != PA_BWD) continue;
+            int in = input_msg(s, st, a);
+            c_group[st][comps++] = in >= 0 ? recv_group[in] : -1;
+        }
+    }
+#define STARTED(st_, g_) (head[st_] == (g_) && cdone[st_] >= g_comps[st_][g_])
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (int st = 0; st < P; st++) {
+            while (cdone[st] < nc[st] && c_group[st][cdone[st]] < head[st]) {
+                cdone[st]++;
+                moved = 1;
+            }
+            while (head[st] < ng[st] && STARTED(st, head[st])) {
+                int g = head[st], all = 1;
+                for (int i = g_first[st][g]; i < s->n[st] && group_of[st][i] == g; i++) {
+                    if (done[st][i]) continue;
+                    const pipe_action_t *a = &s->a[st][i];
+                    int id = action_msg(s, st, a);
+                    const int *at = a->op == PA_SEND ? recv_at : send_at;
+                    int p = at[2 * id], pi = at[2 * id + 1];
+                    if (STARTED(p, group_of[p][pi])) {
+                        done[st][i] = done[p][pi] = 1;
+                        moved = 1;
+                    } else {
+                        all = 0;
+                    }
+                }
+                if (!all) break;
+                head[st]++;
+                moved = 1;
+            }
+        }
+    }
+#undef STARTED
+    for (int st = 0; st < P && rc == 0; st++) {
+        if (head[st] < ng[st]) {
+            char what[96];
+            describe(what, sizeof what, &s->a[st][g_first[st][head[st]]]);
+            rc = fail(err, len, "deadlock when every send waits for its receive (one stream per rank, "
+                      "as NCCL runs them): stage %d is stuck at action %d (%s)", st,
+                      g_first[st][head[st]], what);
+        } else if (cdone[st] < nc[st]) {
+            rc = fail(err, len, "deadlock when every send waits for its receive: stage %d is stuck "
+                      "before its compute number %d", st, cdone[st]);
+        }
+    }
+    for (int st = 0; st < P; st++) {
+        free(group_of[st]);
+        free(g_first[st]);
+        free(g_comps[st]);
+        free(c_group[st]);
+        free(done[st]);
+    }
+    free(group_of);
+    free(g_first);
+    free(g_comps);
+    free(c_group);
+    free(done);
+    free(ng);
+    free(nc);
+    free(head);
+    free(cdone);
+    free(send_at);
+    free(recv_at);
+    free(recv_group);
+    return rc;
+}
+
+/* ---- the checker ---------------------------------------------------------------------- */
+int pipe_inflight_max(const pipe_schedule_t *s, int stage) {
+    int held = 0, most = 0;
+    for (int i = 0; i < s->n[stage]; i++) {
+        if (s->a[stage][i].op == PA_FWD && ++held > most) most = held;
+        if (s->a[stage][i].op == PA_BWD) held--;
+    }
+    return most;
+}
+
+int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage) {
+    int b;
+    switch (kind) {
+    case PIPE_NAIVE: return 1;
+    case PIPE_GPIPE: return M;
+    case PIPE_1F1B: return P - stage < M ? P - stage : M;
+    case PIPE_INTERLEAVED:
+        b = 2 * (P - stage - 1) + (V - 1) * P + 1;
+        return b < M * V ? b : M * V;
+    default: return 0;
+    }
+}
+
+double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V) {
+    switch (kind) {
+    case PIPE_NAIVE: return (P - 1.0) / P;
+    case PIPE_GPIPE: case PIPE_1F1B: return (P - 1.0) / (M + P - 1.0);
+    case PIPE_INTERLEAVED: return (P - 1.0) / ((double)V * M + P - 1.0);
+    default: return 0;
+    }
+}
+
+int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
+    int P = s->P, M = s->M, V = s->V, PV = P * V, nm = n_msgs(s);
+    char what[96];
+    /* 1, 2: each compute once, forward first; its messages around it */
+    int *fpos = xmalloc(sizeof(int) * (size_t)M * V), *bpos = xmalloc(sizeof(int) * (size_t)M * V);
+    int *recv_pos = xmalloc(sizeof(int) * (size_t)nm), *send_pos = xmalloc(sizeof(int) * (size_t)nm);
+    int rc = 0;
+    for (int st = 0; st < P && rc == 0; st++) {
+        for (int i = 0; i < M * V; i++) fpos[i] = bpos[i] = -1;
+        for (int i = 0; i < nm; i++) recv_pos[i] = send_pos[i] = -1;
+        for (int i = 0; i < s->n[st] && rc == 0; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            describe(what, sizeof what, a);
+            if (a->mb < 0 || a->mb >= M || a->chunk < 0 || a->chunk >= V || a->op < PA_FWD || a->op > PA_RECV) {
+                rc = fail(err, len, "stage %d action %d (%s): no such micro-batch, chunk or operation", st, i, what);
+                break;
+            }
+            int vs = pipe_vstage(s, st, a->chunk);
+            if (a->op == PA_FWD || a->op == PA_BWD) {
+                int *pos = a->op == PA_FWD ? fpos : bpos, k = a->mb * V + a->chunk;
+                if (pos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, pos[k], i);
+                else if (a->op == PA_BWD && fpos[k] < 0)
+                    rc = fail(err, len, "stage %d runs %s (action %d) before its forward", st, what, i);
+                pos[k] = i;
+                int in = input_msg(s, st, a);
+                if (rc == 0 && in >= 0 && recv_pos[in] < 0)
+                    rc = fail(err, len, "stage %d runs %s (action %d) without receiving its input first", st, what, i);
+                continue;
+            }
+            int want_peer = (a->op == PA_SEND) == (a->msg == PM_ACT) ? vs + 1 : vs - 1;
+            if (want_peer < 0 || want_peer >= PV) {
+                rc = fail(err, len, "stage %d action %d (%s): virtual stage %d has no such neighbour", st, i, what, vs);
+                break;
+            }
+            if (a->peer != want_peer % P) {
+                rc = fail(err, len, "stage %d action %d (%s): the other end is stage %d", st, i, what, want_peer % P);
+                break;
+            }
+            int id = action_msg(s, st, a);
+            int *pos = a->op == PA_SEND ? send_pos : recv_pos;
+            if (pos[id] >= 0) {
+                rc = fail(err, len, "stage %d posts %s twice (actions %d and %d)", st, what, pos[id], i);
+                break;
+            }
+            pos[id] = i;
+            if (a->op == PA_SEND) {
+                int k = a->mb * V + a->chunk, from = a->msg == PM_ACT ? fpos[k] : bpos[k];
+                if (from < 0) rc = fail(err, len, "stage %d action %d (%s) sends before computing it", st, i, what);
+            }
+            if (a->with_next && (i + 1 >= s->n[st] || s->a[st][i + 1].op < PA_SEND))
+                rc = fail(err, len, "stage %d action %d (%s) is grouped with an action that is no message", st, i, what);
+        }
+        for (int k = 0; k < M * V && rc == 0; k++) {
+            int mb = k / V, c = k % V, vs = pipe_vstage(s, st, c);
+            if (fpos[k] < 0 || bpos[k] < 0)
+                rc = fail(err, len, "stage %d never runs the %s of micro-batch %d chunk %d", st,
+                          fpos[k] < 0 ? "forward" : "backward", mb, c);
+            else if (vs < PV - 1 && send_pos[msg_id(s, PM_ACT, mb, vs)] < 0)
+                rc = fail(err, len, "stage %d never sends the activation of micro-batch %d chunk %d", st, mb, c);
+            else if (vs > 0 && send_pos[msg_id(s, PM_GRAD, mb, vs)] < 0)
+                rc = fail(err, len, "stage %d never sends the input gradient of micro-batch %d chunk %d", st, mb, c);
+        }
+        for (int i = 0; i < s->n[st] && rc == 0; i++) {   /* nothing received that no compute reads */
+            const pipe_action_t *a = &s->a[st][i];
+            if (a->op != PA_RECV) continue;
+            int k = a->mb * V + a->chunk, user = a->msg == PM_ACT ? fpos[k] : bpos[k];
+            describe(what, sizeof what, a);
+            if (user < i) rc = fail(err, len, "stage %d action %d (%s) comes after the compute that needs it", st, i, what);
+        }
+    }
+    free(fpos);
+    free(bpos);
+    free(recv_pos);
+    free(send_pos);
+    /* 3: between each ordered pair, the k-th send is the k-th receive's message */
+    for (int from = 0; from < P && rc == 0; from++)
+        for (int to = 0; to < P && rc == 0; to++) {
+            int i = 0, j = 0, k = 0;
+            for (;; k++) {
+                while (i < s->n[from] && !(s->a[from][i].op == PA_SEND && s->a[from][i].peer == to)) i++;
+                while (j < s->n[to] && !(s->a[to][j].op == PA_RECV && s->a[to][j].peer == from)) j++;
+                if (i == s->n[from] && j == s->n[to]) break;
+                if (i == s->n[from] || j == s->n[to]) {
+                    rc = fail(err, len, "stage %d sends %s messages to stage %d than that stage receives",
+                              from, i == s->n[from] ? "fewer" : "more", to);
+                    break;
+                }
+                if (action_msg(s, from, &s->a[from][i]) != action_msg(s, to, &s->a[to][j])) {
+                    char w2[96];
+                    describe(what, sizeof what, &s->a[from][i]);
+                    describe(w2, sizeof w2, &s->a[to][j]);
+                    rc = fail(err, len, "message %d from stage %d to stage %d: sent as %s (action %d) but "
+                              "received as %s (action %d); one tag matches them in order", k, from, to,
+                              what, i, w2, j);
+                    break;
+                }
+                i++;
+                j++;
+            }
+        }
+    /* 4: no deadlock, either way the network may behave */
+    if (rc == 0) {
+        double *one = xmalloc(sizeof(double) * (size_t)PV);
+        for (int i = 0; i < PV; i++) one[i] = 1;
+        pipe_costs_t c = {one, one, 0};
+        pipe_replay_t r;
+        rc = pipe_replay(s, &c, &r, err, len);
+        pipe_replay_free(&r);
+        free(one);
+    }
+    if (rc == 0) rc = stream_check(s, err, len);
+    /* 5: activations in flight within the schedule's promise */
+    for (int st = 0; st < P && rc == 0; st++) {
+        int most = pipe_inflight_max(s, st), b = pipe_inflight_bound(s->kind, P, M, V, st);
+        if (most > b)
+            rc = fail(err, len, "stage %d holds the activations of %d chunk micro-batches at once; the %s "
+                      "schedule promises at most %d", st, most, pipe_kind_name[s->kind], b);
+    }
+    return rc;
+}
+
+/* ---- the picture -------------------------------------------------------------------------- */
+static long gcd(long a, long b) { return b ? gcd(b, a % b) : a; }
+
+void pipe_schedule_print(const pipe_schedule_t *s, FILE *f) {
+    int P = s->P, M = s->M, V = s->V, PV = P * V;
+    double *one = xmalloc(sizeof(double) * (size_t)PV);
+    for (int i = 0; i < PV; i++) one[i] = 1;
+    pipe_costs_t c = {one, one, 0};
+    pipe_replay_t r;
+    char err[256];
+    if (pipe_replay(s, &c, &r, err, sizeof err)) die("pipeline: %s", err);
+    int slots = (int)(r.step + 0.5), w = (M > 10 ? 3 : 2) + (V > 1) + 1;
+    fprintf(f, "schedule %s: %d stage%s x %d micro-batch%s (one slot per forward or backward%s, messages free)\n",
+            pipe_kind_name[s->kind], P, P == 1 ? "" : "s", M, M == 1 ? "" : "es", V > 1 ? " of a chunk" : "");
+    if (V > 1) fprintf(f, "  %d chunks per stage: F3a is micro-batch 3 through the stage's first chunk, F3b its second\n", V);
+    char *row = xmalloc((size_t)slots * (size_t)w + 1);
+    for (int st = 0; st < P; st++) {
+        memset(row, ' ', (size_t)slots * (size_t)w);
+        row[(size_t)slots * (size_t)w] = 0;
+        for (int t = 0; t < slots; t++) row[t * w] = '.';
+        for (int i = 0; i < s->n[st]; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            if (a->op != PA_FWD && a->op != PA_BWD) continue;
+            char cell[16];
+            if (V > 1) snprintf(cell, sizeof cell, "%c%d%c", a->op == PA_FWD ? 'F' : 'B', a->mb, 'a' + a->chunk);
+            else snprintf(cell, sizeof cell, "%c%d", a->op == PA_FWD ? 'F' : 'B', a->mb);
+            memcpy(row + (int)(r.t0[st][i] + 0.5) * w, cell, strlen(cell));
+        }
+        fprintf(f, "  stage %-2d %s\n", st, row);
+    }
+    long busy = 2L * M * V * P, all = (long)slots * P, g = gcd(busy, all);
+    long idle = all - busy, g2 = gcd(idle, all);
+    const char *formula = s->kind == PIPE_NAIVE ? "(P-1)/P"
+                        : s->kind == PIPE_INTERLEAVED ? "(P-1)/(V M+P-1)" : "(P-1)/(M+P-1)";
+    fprintf(f, "busy %ld of %ld stage-slots: utilisation %ld/%ld = %.1f%%, bubble %ld/%ld = %.1f%% "
+            "(formula %s = %.1f%%)\n", busy, all, busy / g, all / g, 100.0 * busy / all, idle / g2,
+            all / g2, 100.0 * idle / all, formula, 100 * pipe_bubble_formula(s->kind, P, M, V));
+    fprintf(f, "activations held at most, in %smicro-batches:", V > 1 ? "chunk " : "");
+    for (int st = 0; st < P; st++) fprintf(f, " stage %d: %d", st, pipe_inflight_max(s, st));
+    static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
+                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)"};
+    fprintf(f, " (%s)\n", promise[s->kind]);
+    free(row);
+    free(one);
+    pipe_replay_free(&r);
+}
