@@ -134,9 +134,11 @@ static void gather_start(fsdp_t *f, int u) {
 
 static void trace_gather(fsdp_t *f, int u, double t0, double t1) {
     if (!trace_on()) return;
-    static const char *lane_name[4] = {"all-gather", "all-gather 2", "all-gather 3", "all-gather 4"};
+    /* gathers in flight at once go to separate lanes (a track cannot hold
+     * overlapping slices); at most 3, within the trace's 8 tracks */
+    static const char *lane_name[3] = {"all-gather", "all-gather 2", "all-gather 3"};
     int lane = 0;
-    while (lane < 3 && f->lane_end[lane] > t0) lane++;
+    while (lane < 2 && f->lane_end[lane] > t0) lane++;
     if (f->gather_track[lane] < 0) f->gather_track[lane] = trace_track(lane_name[lane]);
     f->lane_end[lane] = t1;
     char name[TRACE_NAME];
@@ -606,8 +608,9 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
             say("         %-14s%-15s %10.3f %10.3f   %s\n", coll_name[k], grp[g], meas[g][k] / 1e6,
                 form[g][k] / 1e6, how);
         }
+    if (want == 0) say("         none: a group of one rank sends nothing\n");
     double ddp = N > 1 ? 2 * (N - 1) / N * P * w : 0;
-    if (N > 1) say("         total %.3f MB = %.3f x DDP's all-reduce of the same weights (%.3f MB)\n", got / 1e6,
+    if (N > 1) say("         together %.3f MB = %.3f x DDP's all-reduce of the same weights (%.3f MB)\n", got / 1e6,
                    got / ddp, ddp / 1e6);
     if (mem_measured) *mem_measured = peak[MEM_KINDS];
     if (mem_predicted) *mem_predicted = pred;

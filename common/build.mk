@@ -19,3 +19,8 @@ build/tests/compare: $(call objects,tests/compare.c)
 # sequence and context parallelism), on real ranks.
 TEST_PROGRAMS += build/tests/unit_shards
 build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/tp.c)
+
+# The data loader's unit tests (tests/ddp.tests runs them; the build line
+# had gone missing).
+TEST_PROGRAMS += build/tests/unit_data
+build/tests/unit_data: $(call objects,tests/unit_data.c)

@@ -675,10 +675,9 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         /* The step's numbers over the world: the counted loss, the exposed
          * communication and the bubble (means over ranks), recomputation,
          * and the squared gradient norm of the unique parts. */
-        double red[7] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
-                         tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0, 0};
-        red[6] = sent_total(tr) - sent0;
-        allreduce_host(red, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
+        double red[6] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
+                         tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0};
+        allreduce_host(red, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
         double loss = red[0] / (double)tr->global_tokens, exposed_ms = red[1] / world * 1e3;
         double bubble_s = red[5] > 0 ? red[2] / red[5] : -1, recompute = red[3];
         if (step == 1 && o->dump) write_dump(tr, loss);
@@ -693,6 +692,9 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         trace_span(tr->trace_track, "optimizer", to, t1);
         double mx[2] = {(double)dev_mem()->total_peak, t1 - t0};
         allreduce_host(mx, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "step totals");
+        /* bytes after the update too (ZeRO all-gathers the updated weights there) */
+        double sent = sent_total(tr) - sent0;
+        allreduce_host(&sent, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
 
         double secs = mx[1], ms = secs * 1e3, tok_s = tr->global_tokens / secs;
         double model_flops = tr->flops_token * (double)tr->global_tokens;
@@ -712,7 +714,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
             fprintf(tr->csv, "%ld,%.6f,%.3f,%.1f,%.3f,%.3f,%.6g,%.6g,%.3f,%.3f,", step, loss, ms, tok_s,
                     100 * mfu, 100 * hfu, lr, norm, exposed_ms, ms - exposed_ms);
             if (bubble_s >= 0) fprintf(tr->csv, "%.4f,", bubble_s / secs); else fprintf(tr->csv, "nan,");
-            fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, red[6] / world / 1e6, world,
+            fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, sent / world / 1e6, world,
                     tr->data.unigram_entropy, tr->data.entropy_rate);
             fflush(tr->csv);
         }

@@ -112,6 +112,9 @@ endif
 ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
 endif
+ifneq ($(wildcard 04_fsdp/main.c),)
+$(eval $(call emu_program,fsdp,04_fsdp/main.c 04_fsdp/fsdp.c))
+endif
 
 all: $(EMU_TARGETS)
 -include $(shell find $(EMU) -name '*.d' 2>/dev/null)
