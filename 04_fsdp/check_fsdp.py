@@ -3,7 +3,8 @@
 report, computed again here from the model's shape and the run's flags.
 
     check_fsdp.py LOG CSV [the run's flags: --zero Z --shard K --dtype D --micro M
-                           --prefetch K --reshard-after-forward on|off --no-overlap]
+                           --prefetch K --reshard-after-forward on|off --no-overlap
+                           --node-size G --inter-gbps B --inter-us A]
 
 From the header (model shape, world size) this script lays out the units
 (embedding V C; each layer 2 C + C H hd + 2 C KV hd + H hd C + 3 C F; head
@@ -22,7 +23,8 @@ ZeRO stage holds per rank (fp32 gradients; w = 2 or 4 bytes per weight):
 prefetch rules of fsdp.h) and the bytes each rank sends per step by
 collective (bus bytes). It checks the program's memory table (measured and
 predicted), its bytes table, every step line's note and the CSV's sent_mb
-against them. Prints what differed; exit 1 if anything did.
+against them; with the link model (05_hsdp), the bytes that cross between
+simulated nodes and the alpha-beta time they add. Prints what differed; exit 1 if anything did.
 """
 import csv
 import math
@@ -133,7 +135,7 @@ def main():
 
     # every step's note and CSV row
     notes = re.findall(r"^step +(\d+)/\d+ .*\| sent ([0-9.]+) MB(?: \(gather ([0-9.]+), reduce-scatter ([0-9.]+)"
-                       r"(?:, across groups\) ([0-9.]+))?)?", log, re.M)
+                       r"(?:, across groups ([0-9.]+))?\))?", log, re.M)
     if not notes:
         bad.append("no step line carries the bytes sent")
     for step, tot, ag, rsb, rep in notes:
@@ -145,6 +147,40 @@ def main():
             near("step %s: across groups (MB)" % step, float(rep), sent["all-reduce across groups"] / 1e6, 0.0051)
     for r in csv.DictReader(open(csv_path)):
         near("CSV step %s: sent_mb" % r["step"], float(r["sent_mb"]), total / 1e6, 0.00051)
+
+    # the link model (05_hsdp): bytes to a ring neighbour on another node, and the time
+    # alpha + piece / beta of every ring step in which some message crosses
+    G = int(flag(args, "--node-size", "0"))
+    if G:
+        gbps, us = float(flag(args, "--inter-gbps", "10")), float(flag(args, "--inter-us", "20"))
+        node = lambda r: r // G
+        shard_next = lambda r: (r // N) * N + (r % N + 1) % N          # world rank of the successor
+        rep_next = lambda r: ((r // N + 1) % R) * N + r % N
+        shard_bytes = sum(v for k, v in sent.items() if "across" not in k)
+        rep_bytes = sent.get("all-reduce across groups", 0)
+        cross = sum(shard_bytes * (node(r) != node(shard_next(r))) + rep_bytes * (node(r) != node(rep_next(r)))
+                    for r in range(world)) / world
+        step = lambda piece: us * 1e-6 + piece / (gbps * 1e9)
+        shard_x = any(node(r) != node(shard_next(r)) for r in range(world))
+        rep_x = any(node(r) != node(rep_next(r)) for r in range(world))
+        link = 0
+        for u in range(U):
+            piece = per[u] * w
+            if N > 1 and shard_x:
+                gathers = 1 if zero <= 2 else micro * (1 + (reshard and u != U - 1))
+                link += (gathers + (1 if zero == 1 else micro)) * (N - 1) * step(piece)
+            if R > 1 and rep_x:
+                link += 2 * (R - 1) * step(piece / R)
+        m = re.search(r"^link: +per step, ([0-9.]+) MB per rank crossed between nodes \(formula ([0-9.]+)\); "
+                      r"the slow links add ([0-9.]+) ms", log, re.M)
+        if not m:
+            bad.append("no link: line")
+        else:
+            near("bytes crossing between nodes, measured (MB)", float(m.group(1)), cross / 1e6, 0.00051)
+            near("bytes crossing between nodes, formula (MB)", float(m.group(2)), cross / 1e6, 0.00051)
+            near("link time by alpha-beta (ms)", float(m.group(3)), link * 1e3, 0.0051)
+            print("link model: nodes of %d ranks, %.4f MB per rank cross between nodes, %.3f ms by alpha-beta"
+                  % (G, cross / 1e6, link * 1e3))
 
     print("%s on %d ranks (%d x %d), P = %d in %d units, pieces up to %d: memory %s MB, %.4f MB sent per step %s"
           % (["DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"][zero], world, R, N, P, U, pmax,

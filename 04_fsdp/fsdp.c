@@ -313,10 +313,9 @@ static void gather_updated(train_t *tr, void *ctx) {
     }
 }
 
-/* The step line's note: this step's bytes per rank, by collective. */
-static void note_bytes(train_t *tr, void *ctx) {
-    fsdp_t *f = ctx;
-    (void)tr;
+/* This rank's bytes since the current step began, by group and collective;
+ * returns their sum. */
+static double step_bytes(fsdp_t *f) {
     comm_t *c[2] = {f->shard, f->rep};
     double total = 0;
     for (int g = 0; g < 2; g++)
@@ -325,13 +324,20 @@ static void note_bytes(train_t *tr, void *ctx) {
             (g ? f->step_bytes.replicate : f->step_bytes.shard)[k] = d;
             total += d;
         }
+    return total;
+}
+
+/* The step line's note (rank 0): this step's bytes per rank, by collective. */
+static void note_bytes(train_t *tr, void *ctx) {
+    fsdp_t *f = ctx;
+    (void)tr;
+    double total = step_bytes(f);
     const double *s = f->step_bytes.shard;
-    if (f->o.zero == 0)
-        printf(" | sent %.2f MB", total / 1e6);
-    else
-        printf(" | sent %.2f MB (gather %.2f, reduce-scatter %.2f%s)", total / 1e6,
-               s[COLL_ALLGATHER] / 1e6, s[COLL_REDUCE_SCATTER] / 1e6, f->R > 1 ? ", across groups" : "");
-    if (f->R > 1) printf(" %.2f", f->step_bytes.replicate[COLL_ALLREDUCE] / 1e6);
+    printf(" | sent %.2f MB", total / 1e6);
+    if (f->o.zero == 0) return;
+    printf(" (gather %.2f, reduce-scatter %.2f", s[COLL_ALLGATHER] / 1e6, s[COLL_REDUCE_SCATTER] / 1e6);
+    if (f->R > 1) printf(", across groups %.2f", f->step_bytes.replicate[COLL_ALLREDUCE] / 1e6);
+    printf(")");
 }
 
 /* ---- set-up --------------------------------------------------------------------------------- */
@@ -562,8 +568,10 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
     double pred = mem.kind[MEM_PARAMS] + mem.kind[MEM_GRADS] + mem.kind[MEM_OPTIM] + mem.kind[MEM_COMM] +
                   peak[MEM_ACTS] + peak[MEM_OTHER];
     int z = f->o.zero;
-    say("\nmemory:  %s, N = %d rank%s sharing the state, P = %.4gM parameters, %s weights, fp32 gradients "
-        "(MB per rank, high-water):\n", fsdp_stage_name(z), f->N, f->N == 1 ? "" : "s", P / 1e6,
+    char groups[64] = "";
+    if (f->R > 1) snprintf(groups, sizeof groups, " (in each of %d groups)", f->R);
+    say("\nmemory:  %s, N = %d rank%s sharing the state%s, P = %.4gM parameters, %s weights, fp32 gradients "
+        "(MB per rank, high-water):\n", fsdp_stage_name(z), f->N, f->N == 1 ? "" : "s", groups, P / 1e6,
         dtype_name(f->wt));
     static const char *what[4][4] = {
         {"w P", "4 P", "12 P (fp32 master, Adam m and v)", "bf16 copy for the wire"},
@@ -588,10 +596,13 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
 
     fsdp_bytes_t b;
     fsdp_bytes_predict(f, &b);
+    step_bytes(f);   /* the last step's, on every rank */
     double got = 0, want = 0;
-    say("bytes:   sent per rank in the last step (MB) against the formulas (w = %.0f bytes):\n", w);
+    say("bytes:   sent per rank in the last step (MB, bus bytes) against the formulas (w = %.0f bytes):\n", w);
+    say("         %-28s %10s %10s\n", "collective", "measured", "formula");
     const double *meas[2] = {f->step_bytes.shard, f->step_bytes.replicate}, *form[2] = {b.shard, b.replicate};
     const char *grp[2] = {"", " across groups"};
+    char label[48];
     for (int g = 0; g < 2; g++)
         for (int k = 0; k < COLL_KINDS; k++) {
             if (meas[g][k] == 0 && form[g][k] == 0) continue;
@@ -605,8 +616,8 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
                 how = z <= 2 ? "(N-1)/N x P x w (updated weights)"
                              : f->reshard ? "micro x (N-1)/N x (2 P - last unit) x w (forward + backward)"
                                           : "micro x (N-1)/N x P x w (forward only)";
-            say("         %-14s%-15s %10.3f %10.3f   %s\n", coll_name[k], grp[g], meas[g][k] / 1e6,
-                form[g][k] / 1e6, how);
+            snprintf(label, sizeof label, "%s%s", coll_name[k], grp[g]);
+            say("         %-28s %10.3f %10.3f   %s\n", label, meas[g][k] / 1e6, form[g][k] / 1e6, how);
         }
     if (want == 0) say("         none: a group of one rank sends nothing\n");
     double ddp = N > 1 ? 2 * (N - 1) / N * P * w : 0;

@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${P:-./04_fsdp/fsdp}
+REF=./04_fsdp/fsdp   # the reference: 1 rank of plain DDP (--zero 0)
 CMP=./build/tests/compare
 DEV=${DEV:-cpu}
 # A tiny model: 34,976 parameters (not a multiple of 3: 3 ranks pad their
@@ -22,11 +23,12 @@ run() {  # NP LOG FLAGS...: one training run, quietly unless it fails
         echo "run failed: mpirun -np $np $P $*"; tail -n 20 "$log"; exit 1
     fi
 }
-ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N -> $ref
+ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N
+    # and --shard K -> $ref
     ref=(); local skip=0 a
     for a in "$@"; do
         if [ $skip = 1 ]; then skip=0; continue; fi
-        if [ "$a" = --zero ]; then skip=1; continue; fi
+        if [ "$a" = --zero ] || [ "$a" = --shard ]; then skip=1; continue; fi
         ref+=("$a")
     done
 }
@@ -38,7 +40,7 @@ case "$1" in
 equiv)  # NP TOL FLAGS...: NP ranks vs 1 rank of plain DDP on the same global batch
     np=$2; tol=$3; shift 3
     ref_flags "$@"
-    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/one.bin"
+    P=$REF run 1 "$dir/one.log" "${TINY[@]}" --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/one.bin"
     run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/many.bin"
     echo "1 rank of DDP vs $np ranks, 6 steps: $*"
     grep -h '^zero' "$dir/many.log"
@@ -125,7 +127,7 @@ emu)  # NP GPUS COMM TOL WTOL FLAGS...: the CUDA path on emulated GPUs (tests/cu
     # against the CPU's 1-rank DDP run, 6 steps
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6
     ref_flags "$@"
-    $P "${TINY[@]}" --device cpu --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
+    $REF "${TINY[@]}" --device cpu --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" "build/emu/$(basename "$P")" "${TINY[@]}" --device cuda \
             --comm "$comm" --steps 6 "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1

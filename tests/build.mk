@@ -115,6 +115,9 @@ endif
 ifneq ($(wildcard 04_fsdp/main.c),)
 $(eval $(call emu_program,fsdp,04_fsdp/main.c 04_fsdp/fsdp.c))
 endif
+ifneq ($(wildcard 05_hsdp/main.c),)
+$(eval $(call emu_program,hsdp,05_hsdp/main.c 04_fsdp/fsdp.c))
+endif
 
 all: $(EMU_TARGETS)
 -include $(shell find $(EMU) -name '*.d' 2>/dev/null)
