@@ -78,7 +78,7 @@ def main():
                 kind["comm"] += N * pmax * w
         if R > 1 and w == 2:
             kind["comm"] += 2 * S
-    state = {0: (w + 16) * P, 1: (w + 4) * P + 16 * P / N, 2: w * P + 16 * P / N, 3: 16 * P / N}[zero]
+    state = {0: (w + 16) * P, 1: (w + 4) * P * (N > 1) + 16 * P / N, 2: w * P + 16 * P / N, 3: 16 * P / N}[zero]
     paper = {0: 16 * P, 1: 4 * P + 12 * P / N, 2: 2 * P + 14 * P / N, 3: 16 * P / N}[zero]
     rope = T * hd * 4
 

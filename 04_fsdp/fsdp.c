@@ -60,7 +60,8 @@ static void predict(const fsdp_t *f, int zero, fsdp_mem_t *mem) {
         k[MEM_PARAMS] = zero <= 2 ? P * w : 0;
         k[MEM_GRADS] = 4 * S + (zero == 1 && N > 1 ? 4 * N * S : 0);
         k[MEM_OPTIM] = 12 * S;
-        mem->state = (zero <= 2 ? w * P : 0) + (zero == 1 ? 4 * P : 0) + 16 * P / N;
+        /* one rank alone keeps no second, whole gradient: its shard is all of it */
+        mem->state = (zero <= 2 ? w * P : 0) + (zero == 1 && N > 1 ? 4 * P : 0) + 16 * P / N;
         k[MEM_PARAMS] += weight_slots(f, zero) * unit * w;
         k[MEM_GRADS] += grad_slots(f, zero) * unit * 4;
         if (N > 1) {   /* grad_sync's receive slots (and their bf16 wire copies) */
@@ -584,8 +585,8 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
     for (int i = 0; i < 4; i++)
         say("         %-7s %10.2f %10.2f   %s\n", mem_kind_name[kinds[i]], peak[kinds[i]] / 1e6,
             mem.kind[kinds[i]] / 1e6, what[z][i]);
-    say("         %-7s %10.2f %10s   measured (this run's micro-batch of %d sequences)\n", "acts",
-        peak[MEM_ACTS] / 1e6, "", f->tr->mb);
+    say("         %-7s %10.2f %10s   measured (this run's micro-batch of %d sequence%s)\n", "acts",
+        peak[MEM_ACTS] / 1e6, "", f->tr->mb, f->tr->mb == 1 ? "" : "s");
     say("         %-7s %10.2f %10.2f   %+.2f%% (state + buffers predicted, activations measured)\n", "total",
         peak[MEM_KINDS] / 1e6, pred / 1e6, 100 * (peak[MEM_KINDS] - pred) / pred);
     static const char *formula[4] = {"(w + 4 + 12) P", "(w + 4) P + 16 P/N", "w P + 16 P/N", "16 P/N"};
@@ -620,9 +621,9 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
             say("         %-28s %10.3f %10.3f   %s\n", label, meas[g][k] / 1e6, form[g][k] / 1e6, how);
         }
     if (want == 0) say("         none: a group of one rank sends nothing\n");
-    double ddp = N > 1 ? 2 * (N - 1) / N * P * w : 0;
-    if (N > 1) say("         together %.3f MB = %.3f x DDP's all-reduce of the same weights (%.3f MB)\n", got / 1e6,
-                   got / ddp, ddp / 1e6);
+    double W = N * f->R, ddp = W > 1 ? 2 * (W - 1) / W * P * w : 0;   /* DDP over every rank */
+    if (W > 1) say("         together %.3f MB = %.3f x DDP's all-reduce of the same weights over %.0f ranks (%.3f MB)\n",
+                   got / 1e6, got / ddp, W, ddp / 1e6);
     if (mem_measured) *mem_measured = peak[MEM_KINDS];
     if (mem_predicted) *mem_predicted = pred;
     if (sent_measured) *sent_measured = got;

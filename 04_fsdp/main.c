@@ -15,8 +15,8 @@
 #include "perf.h"
 
 #define BENCH_HEADER "zero,ranks,dtype,prefetch,reshard,overlap,micro,params,wbytes,step_ms,compute_ms," \
-                     "exposed_ms,mem_mb,mem_pred_mb,state_mb,state_pred_mb,formula_mb,paper_mb,acts_mb," \
-                     "sent_mb,sent_pred_mb"
+                     "exposed_ms,mem_mb,mem_pred_mb,params_mb,grads_mb,optim_mb,comm_mb,acts_mb,formula_mb," \
+                     "paper_mb,sent_mb,sent_pred_mb"
 
 int main(int argc, char **argv) {
     fsdp_opts_t fo = FSDP_OPTS_DEFAULT;
@@ -46,22 +46,17 @@ int main(int argc, char **argv) {
     double mem, mem_pred, sent, sent_pred;
     fsdp_report(&f, &mem, &mem_pred, &sent, &sent_pred);
     if (bench_csv && tr.timed > 0 && tr.dist.rank == 0) {
-        const mem_stats_t *ms = dev_mem();
+        const mem_stats_t *ms = dev_mem();   /* every rank holds the same (tests/fsdp.tests) */
         fsdp_mem_t mp;
         fsdp_mem_predict(&f, &mp);
-        double state = 0, state_pred = 0, P = (double)model_param_count(&tr.cfg);
-        int kinds[4] = {MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_COMM};
-        for (int i = 0; i < 4; i++) {
-            state += (double)ms->peak[kinds[i]];
-            state_pred += mp.kind[kinds[i]];
-        }
         double ms_step = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
         FILE *b = csv_open(bench_csv, BENCH_HEADER);
-        fprintf(b, "%d,%d,%s,%d,%s,%s,%d,%.0f,%zu,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n",
-                fo.zero, f.N, dtype_name(tr.dtype), fo.prefetch, fo.reshard, fo.no_overlap ? "off" : "on",
-                tr.o.micro, P, dtype_size(tr.dtype), ms_step, ms_step - ex, ex, mem / 1e6, mem_pred / 1e6,
-                state / 1e6, state_pred / 1e6, mp.state / 1e6, mp.paper / 1e6,
-                (double)ms->peak[MEM_ACTS] / 1e6, sent / 1e6, sent_pred / 1e6);
+        fprintf(b, "%d,%d,%s,%d,%s,%s,%d,%zu,%zu,%.3f,%.3f,%.3f,%.4f,%.4f,", fo.zero, f.N, dtype_name(tr.dtype),
+                fo.prefetch, fo.reshard, fo.no_overlap ? "off" : "on", tr.o.micro, model_param_count(&tr.cfg),
+                dtype_size(tr.dtype), ms_step, ms_step - ex, ex, mem / 1e6, mem_pred / 1e6);
+        int kinds[5] = {MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_COMM, MEM_ACTS};
+        for (int i = 0; i < 5; i++) fprintf(b, "%.4f,", (double)ms->peak[kinds[i]] / 1e6);
+        fprintf(b, "%.4f,%.4f,%.4f,%.4f\n", mp.state / 1e6, mp.paper / 1e6, sent / 1e6, sent_pred / 1e6);
         fclose(b);
     }
     fsdp_free(&f);
