@@ -118,10 +118,16 @@ memlimit)  # under --mem-limit, DDP is refused naming the bytes; ZeRO-3 on 4 ran
     grep '^memory' "$dir/b.log" | head -n 2
     grep '^step     3/3' "$dir/b.log"
     ;;
-acts-limit)  # the state fits but the activations do not: the allocation that passes the cap
-    # ends the job with one line naming the bytes (the test expects the refusal)
-    exec mpirun -np 2 "$P" --device "$DEV" --threads 1 --dim 64 --layers 2 --heads 4 --seq 256 --vocab 256 \
-        --batch 8 --steps 1 --zero 3 --mem-limit 2M
+acts-limit)  # ZeRO-1's state fits 12 MiB per rank but its activations do not: the device's cap
+    # ends the job at the allocation that would pass it, naming the bytes
+    flags=(--device "$DEV" --threads 1 --dim 128 --layers 4 --heads 4 --kv-heads 4 --seq 32 --vocab 256
+           --batch 4 --steps 3 --mem-limit 12M)
+    if mpirun -np 4 "$P" "${flags[@]}" --zero 1 >"$dir/a.log" 2>&1; then
+        echo "error: ZeRO-1 was not refused"; exit 1
+    fi
+    grep -m1 '^error' "$dir/a.log"
+    grep -q "memory limit: [0-9]* more bytes (.*) of [a-z]* would bring this rank to [0-9]* bytes .*, above its limit of 12582912 bytes" \
+        "$dir/a.log" || { echo "error: not refused by the device's cap"; exit 1; }
     ;;
 emu)  # NP GPUS COMM TOL WTOL FLAGS...: the CUDA path on emulated GPUs (tests/cuda_emu)
     # against the CPU's 1-rank DDP run, 6 steps
