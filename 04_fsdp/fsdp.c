@@ -5,7 +5,6 @@
  * reduce-scatters each unit's gradient as backward finishes it. */
 #include "fsdp.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,13 @@ static int grad_slots(const fsdp_t *f, int zero) {
     if (zero < 2 || f->N == 1) return 0;
     return f->o.no_overlap ? 1 : min_int(f->n_units, FSDP_RS_INFLIGHT + 1);
 }
+/* Some unit does not split into N equal pieces: ZeRO-1/2 gather it through
+ * a buffer of N whole pieces (the weights array has no room for padding). */
+static int uneven(const fsdp_t *f) {
+    for (int u = 0; u < f->n_units; u++)
+        if (f->count[u] % (size_t)f->N) return 1;
+    return 0;
+}
 
 static void predict(const fsdp_t *f, int zero, fsdp_mem_t *mem) {
     memset(mem, 0, sizeof *mem);
@@ -68,9 +74,7 @@ static void predict(const fsdp_t *f, int zero, fsdp_mem_t *mem) {
             int s = rs_inflight(f);
             k[MEM_COMM] = s * (double)f->per_max * 4;
             if (f->wt == DT_BF16) k[MEM_COMM] += s * (double)f->per_max * (N + 1) * 2;
-            int uneven = 0;
-            for (int u = 0; u < f->n_units; u++) uneven |= f->count[u] % (size_t)f->N != 0;
-            if (zero <= 2 && uneven) k[MEM_COMM] += unit * w;   /* the bounce buffer */
+            if (zero <= 2 && uneven(f)) k[MEM_COMM] += unit * w;   /* the bounce buffer */
         }
         if (f->R > 1 && f->wt == DT_BF16) k[MEM_COMM] += 2 * S;   /* bf16 copy for the replicas */
     }
@@ -440,9 +444,7 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
             f->gslot[s] = dev_alloc_as(f->d, (size_t)f->N * f->per_max * sizeof(float), MEM_GRADS);
             f->gslot_unit[s] = -1;
         }
-        int uneven = 0;
-        for (int u = 0; u < f->n_units; u++) uneven |= f->count[u] % (size_t)f->N != 0;
-        if (o->zero <= 2 && uneven)
+        if (o->zero <= 2 && uneven(f))
             f->bounce = dev_alloc_as(f->d, (size_t)f->N * f->per_max * es(f), MEM_COMM);
         grad_sync_init_reduce_scatter(&f->gs, shard, m, f->wt, f->gshard, f->pieces, 1,
                                       rs_inflight(f), on_reduced, f);

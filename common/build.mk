@@ -20,7 +20,8 @@ build/tests/compare: $(call objects,tests/compare.c)
 TEST_PROGRAMS += build/tests/unit_shards
 build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/tp.c)
 
-# The data loader's unit tests (tests/ddp.tests runs them; the build line
-# had gone missing).
-TEST_PROGRAMS += build/tests/unit_data
+# The data loader's and the checkpoint files' unit tests (tests/ddp.tests
+# runs them; their build lines had gone missing).
+TEST_PROGRAMS += build/tests/unit_data build/tests/unit_ckpt
 build/tests/unit_data: $(call objects,tests/unit_data.c)
+build/tests/unit_ckpt: $(call objects,tests/unit_ckpt.c)

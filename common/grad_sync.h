@@ -9,14 +9,14 @@
  * 1/global_tokens (model_backward's scale), gives every rank exactly the
  * 1-rank gradient of the whole batch. Two ways to sum:
  *
- *   GS_ALLREDUCE (DDP, ZeRO-1): every rank gets the whole sum. Ranges of the
+ *   GS_ALLREDUCE (DDP): every rank gets the whole sum. Ranges of the
  *     model's flat gradient array are gathered into buckets of about
  *     `bucket_bytes` on the wire, in the order backward finishes them (last
  *     layer first), and a full bucket's all-reduce starts at once while
  *     backward goes on (Li et al. 2020, PyTorch DDP). A range larger than the
  *     cap is a bucket by itself; ranges are never mixed when not adjacent, so
  *     every rank forms the same buckets in the same order.
- *   GS_REDUCE_SCATTER (ZeRO-2, ZeRO-3/FSDP): each unit's gradient (model.h:
+ *   GS_REDUCE_SCATTER (ZeRO-1/2/3, FSDP): each unit's gradient (model.h:
  *     the embedding, a layer, the head), padded to size x piece elements,
  *     is reduce-scattered as soon as it is ready; rank r receives piece r of
  *     the sum and ADDS it into its shard (grad_sync_pieces gives the layout),

@@ -119,7 +119,6 @@ ifneq ($(wildcard 05_hsdp/main.c),)
 $(eval $(call emu_program,hsdp,05_hsdp/main.c 04_fsdp/fsdp.c))
 endif
 
-all: $(EMU_TARGETS)
 -include $(shell find $(EMU) -name '*.d' 2>/dev/null)
 
 # ---- the ops benchmark (tests/bench_ops.c) ------------------------------------------
@@ -129,3 +128,7 @@ all: $(EMU_TARGETS)
 TEST_PROGRAMS += build/tests/bench_ops
 build/tests/bench_ops: $(call objects,tests/bench_ops.c)
 $(eval $(call emu_program,bench_ops,tests/bench_ops.c))
+
+# Last, once every emulated program above has joined EMU_TARGETS (a rule's
+# prerequisites are read where it stands).
+all: $(EMU_TARGETS)
