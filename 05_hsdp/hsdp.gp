@@ -39,5 +39,5 @@ set ylabel "MB per rank per step sent to another node"
 set yrange [0:X_max * 1.3]
 plot csv skip 1 every 3::2 using 1:10 with linespoints ls 3 dt 2 pt 6 ps 2.2 title "formula", \
      csv skip 1 every 3::2 using 1:9 with points ls 3 ps 1.2 title "measured (bytes counted)", \
-     csv skip 1 every 3::2 using 1:9:(sprintf("%.2f MB", $9)) with labels offset 0, 1.5 notitle
+     csv skip 1 every 3::2 using 1:9:(sprintf("%.2f MB", $9)) with labels left offset 1.2, 0.9 notitle
 unset multiplot
