@@ -27,3 +27,7 @@ build/tests/unit_link: $(call objects,tests/unit_link.c)
 # The corpus: determinism, structure, shards disjoint on real ranks.
 TEST_PROGRAMS += build/tests/unit_data
 build/tests/unit_data: $(call objects,tests/unit_data.c)
+
+# The checkpoint sets: round trips, damage found, crashes mid-save.
+TEST_PROGRAMS += build/tests/unit_ckpt
+build/tests/unit_ckpt: $(call objects,tests/unit_ckpt.c)

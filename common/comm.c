@@ -64,6 +64,9 @@ MPI_Op comm_mpi_op(dtype_t t, redop_t op) {
 /* ---- the link model ---------------------------------------------------------- */
 
 static comm_link_t link_cfg;
+/* When this rank's link to other nodes is next free for a collective: the
+ * collectives that cross queue behind each other, as on one NIC. */
+static double nic_free;
 
 void comm_link_set(const comm_link_t *l) {
     link_cfg = *l;
@@ -368,13 +371,17 @@ static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
         die("comm: only non-blocking sends and receives may be posted in a group, not a %s%s",
             req ? "" : "blocking ", coll_name[c->kind]);
     cm->sent[c->kind] += bus_bytes(cm, c, &X);
-    double extra = link_extra(cm, c->kind, X);
+    double extra = link_extra(cm, c->kind, X), done = 0.0;
+    if (extra > 0) {   /* after the crossing collectives already on the link */
+        done = (nic_free > t0 ? nic_free : t0) + extra;
+        nic_free = done;
+    }
     if (req) {
         memset(req, 0, sizeof *req);
         for (int i = 0; i < 3; i++) req->mpi[i] = MPI_REQUEST_NULL;
         req->active = 1;
         req->kind = c->kind;
-        req->arrival = extra > 0 ? t0 + extra : 0.0;
+        req->arrival = done;
     } else {
         watch_begin(coll_name[c->kind], cm->name);
     }
@@ -413,7 +420,7 @@ static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
         }
     }
     if (!req) {
-        sleep_until(t0 + extra);
+        sleep_until(done);
         watch_end();
     }
 }

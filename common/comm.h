@@ -34,7 +34,9 @@
  *     broadcast, reduce and barrier, the binomial tree) that the
  *     bandwidth-optimal algorithm would run over the communicator's ranks in
  *     order, counting alpha + bytes/beta for every step in which some message
- *     crosses between groups.
+ *     crosses between groups; collectives that cross queue behind each other
+ *     on the rank's link (one NIC per rank), whatever their communicator, so
+ *     several in flight at once take the sum of their costs.
  * Messages inside a group go at the machine's own speed. The model is for one
  * machine: it relies on every rank reading the same monotonic clock. */
 #ifndef COMM_H

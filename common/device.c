@@ -152,7 +152,16 @@ static mem_entry mem_take(const void *p) {
     return e;
 }
 
+static size_t mem_limit_bytes;
+
+void dev_mem_limit(size_t bytes) { mem_limit_bytes = bytes; }
+
 void *dev_alloc_as(const device_t *d, size_t bytes, mem_kind kind) {
+    if (mem_limit_bytes && mem.total_now + bytes > mem_limit_bytes)
+        die("memory limit: %zu more bytes (%.2f MB) of %s would bring this rank to %zu bytes "
+            "(%.2f MB), above its limit of %zu bytes (%.2f MB)", bytes, bytes / 1e6,
+            mem_kind_name[kind], mem.total_now + bytes, (mem.total_now + bytes) / 1e6,
+            mem_limit_bytes, mem_limit_bytes / 1e6);
     void *p = ON_GPU(d) ? cuda_alloc(d, bytes) : xcalloc(1, bytes);
     mem_put(p, bytes, kind);
     mem.now[kind] += bytes;

@@ -49,6 +49,10 @@ void dev_free(const device_t *d, void *p);            /* NULL is fine */
 const mem_stats_t *dev_mem(void);
 /* Restart the high-water marks at the current use. */
 void dev_mem_reset_peak(void);
+/* A cap on this rank's counted memory (0: none): an allocation that would
+ * take the total above it ends the job with one line naming the bytes (what
+ * was asked, for what kind, the total it would reach, the cap). */
+void dev_mem_limit(size_t bytes);
 void dev_memset0(const device_t *d, void *p, size_t bytes);
 void dev_to_host(const device_t *d, void *host, const void *src, size_t bytes);
 void dev_from_host(const device_t *d, void *dst, const void *host, size_t bytes);

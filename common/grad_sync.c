@@ -54,7 +54,8 @@ size_t grad_sync_pieces(const model_t *m, int size, int rank, optim_piece_t *pie
 
 void grad_sync_init_reduce_scatter(grad_sync_t *g, comm_t *comm, model_t *m, dtype_t wire,
                                    float *shard, const optim_piece_t *pieces, int overlap,
-                                   void (*release)(void *ctx, int unit), void *release_ctx) {
+                                   int max_inflight, void (*release)(void *ctx, int unit),
+                                   void *release_ctx) {
     init_common(g, GS_REDUCE_SCATTER, comm, m, wire, overlap);
     g->shard = shard;
     g->pieces = xmalloc(sizeof *g->pieces * (size_t)m->n_units);
@@ -66,12 +67,16 @@ void grad_sync_init_reduce_scatter(grad_sync_t *g, comm_t *comm, model_t *m, dty
         size_t per = (m->units[u].count + (size_t)comm->size - 1) / (size_t)comm->size;
         if (per > most) most = per;
     }
-    /* a slot per unit (they may all be in flight at once): its received
-     * piece, and in bf16 its wire copy and received piece */
+    /* a slot per reduce-scatter in flight: its received piece, and in bf16
+     * its wire copy and received piece */
     g->slot = most;
-    g->recv = dev_alloc_as(g->dev, most * (size_t)m->n_units * sizeof(float), MEM_COMM);
+    g->nslots = max_inflight > 0 && max_inflight < m->n_units ? max_inflight : m->n_units;
+    g->slot_busy = xmalloc(sizeof(int) * (size_t)g->nslots);
+    for (int s = 0; s < g->nslots; s++) g->slot_busy[s] = -1;
+    if (comm->size == 1) return;   /* nothing is ever sent */
+    g->recv = dev_alloc_as(g->dev, most * (size_t)g->nslots * sizeof(float), MEM_COMM);
     if (wire == DT_BF16)
-        g->wire_buf = dev_alloc_as(g->dev, most * ((size_t)comm->size + 1) * (size_t)m->n_units *
+        g->wire_buf = dev_alloc_as(g->dev, most * ((size_t)comm->size + 1) * (size_t)g->nslots *
                                    sizeof(bf16_t), MEM_COMM);
 }
 
@@ -79,12 +84,13 @@ void grad_sync_free(grad_sync_t *g) {
     dev_free(g->dev, g->wire_buf);
     dev_free(g->dev, g->recv);
     free(g->pieces);
+    free(g->slot_busy);
     free(g->buckets);
     memset(g, 0, sizeof *g);
 }
 
 void grad_sync_begin(grad_sync_t *g, int sync) {
-    g->sync = sync || g->mode == GS_REDUCE_SCATTER;
+    g->sync = sync;
     if (g->sync) {
         g->nbuckets = 0;
         g->lo = g->hi = 0;
@@ -95,6 +101,26 @@ void grad_sync_begin(grad_sync_t *g, int sync) {
 /* Elements of unit u per rank in reduce-scatter mode. */
 static size_t per_rank(const grad_sync_t *g, int u) {
     return (g->model->units[u].count + (size_t)g->comm->size - 1) / (size_t)g->comm->size;
+}
+
+static void completed(grad_sync_t *g, grad_bucket_t *b, int index);
+
+/* Reduce-scatter mode: a free receive slot, completing the oldest
+ * reduce-scatter in flight when every slot is taken. */
+static int take_slot(grad_sync_t *g, int index) {
+    for (;;) {
+        for (int s = 0; s < g->nslots; s++)
+            if (g->slot_busy[s] < 0) {
+                g->slot_busy[s] = index;
+                return s;
+            }
+        int oldest = -1;
+        for (int i = 0; i < g->nbuckets && oldest < 0; i++)
+            if (g->buckets[i].state == 1) oldest = i;
+        if (oldest < 0) die("grad_sync: every receive slot is taken but nothing is in flight");
+        comm_wait(g->comm, &g->buckets[oldest].req);
+        completed(g, &g->buckets[oldest], oldest);
+    }
 }
 
 static void launch(grad_sync_t *g, grad_bucket_t *b) {
@@ -112,10 +138,11 @@ static void launch(grad_sync_t *g, grad_bucket_t *b) {
         return;
     }
     size_t per = per_rank(g, b->unit), N = (size_t)g->comm->size;
-    float *recv = g->recv + (size_t)b->unit * g->slot;   /* each unit its own slot */
+    b->slot = take_slot(g, (int)(b - g->buckets));
+    float *recv = g->recv + (size_t)b->slot * g->slot;
     const float *src = g->model->unit_g[b->unit];
     if (g->wire == DT_BF16) {
-        bf16_t *w = (bf16_t *)g->wire_buf + (size_t)b->unit * g->slot * (N + 1);
+        bf16_t *w = (bf16_t *)g->wire_buf + (size_t)b->slot * g->slot * (N + 1);
         op_cast(g->dev, src, DT_F32, w, DT_BF16, per * N);
         comm_ireduce_scatter(g->comm, w, w + per * N, per, DT_BF16, RED_SUM, &b->req);
     } else {
@@ -131,12 +158,14 @@ static void completed(grad_sync_t *g, grad_bucket_t *b, int index) {
                     DT_F32, b->count);
     } else {
         size_t per = per_rank(g, b->unit), N = (size_t)g->comm->size;
-        float *recv = g->recv + (size_t)b->unit * g->slot;
+        float *recv = g->recv + (size_t)b->slot * g->slot;
         if (g->wire == DT_BF16)
-            op_cast(g->dev, (bf16_t *)g->wire_buf + (size_t)b->unit * g->slot * (N + 1) + per * N,
+            op_cast(g->dev, (bf16_t *)g->wire_buf + (size_t)b->slot * g->slot * (N + 1) + per * N,
                     DT_BF16, recv, DT_F32, per);
         float *dst = g->shard + g->pieces[b->unit].off;
         op_add(g->dev, DT_F32, dst, recv, dst, per);
+        g->slot_busy[b->slot] = -1;
+        b->state = 2;   /* before release, which may start more communication */
         if (g->release) g->release(g->release_ctx, b->unit);
     }
     b->state = 2;
@@ -222,7 +251,7 @@ static void on_unit_backward(void *ctx, model_t *m, int unit, model_pass_t pass)
 }
 
 void grad_sync_finish(grad_sync_t *g) {
-    if (g->comm->size == 1) return;
+    if (g->comm->size == 1 || !g->sync) return;
     dev_timer_t t;
     dev_timer_start(&t, g->dev);
     if (g->mode == GS_ALLREDUCE) form_bucket(g);

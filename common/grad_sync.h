@@ -9,19 +9,23 @@
  * 1/global_tokens (model_backward's scale), gives every rank exactly the
  * 1-rank gradient of the whole batch. Two ways to sum:
  *
- *   GS_ALLREDUCE (DDP, ZeRO-1): every rank gets the whole sum. Ranges of the
+ *   GS_ALLREDUCE (DDP): every rank gets the whole sum. Ranges of the
  *     model's flat gradient array are gathered into buckets of about
  *     `bucket_bytes` on the wire, in the order backward finishes them (last
  *     layer first), and a full bucket's all-reduce starts at once while
  *     backward goes on (Li et al. 2020, PyTorch DDP). A range larger than the
  *     cap is a bucket by itself; ranges are never mixed when not adjacent, so
  *     every rank forms the same buckets in the same order.
- *   GS_REDUCE_SCATTER (ZeRO-2, ZeRO-3/FSDP): each unit's gradient (model.h:
+ *   GS_REDUCE_SCATTER (ZeRO-1/2/3, FSDP): each unit's gradient (model.h:
  *     the embedding, a layer, the head), padded to size x piece elements,
  *     is reduce-scattered as soon as it is ready; rank r receives piece r of
  *     the sum and ADDS it into its shard (grad_sync_pieces gives the layout),
  *     then `release` tells the owner of the unit's gradient buffer that it
- *     may free it. One bucket per unit: the shard layout is per unit.
+ *     may free it. One bucket per unit: the shard layout is per unit. At
+ *     most `max_inflight` reduce-scatters are in flight at once (0: every
+ *     unit's): launching one more first completes the oldest. That bounds
+ *     both the receive buffers held here and the unit gradient buffers the
+ *     caller must keep alive (FSDP's rate limit).
  *
  * Overlap off launches the same buckets after backward, in the same order:
  * the results are bit-identical, only the timing differs. What is still in
@@ -30,8 +34,10 @@
  *
  * Gradient accumulation: grad_sync_begin(g, sync) before each micro-batch's
  * backward; with sync = 0 the ready ranges are ignored (PyTorch's no_sync)
- * and only the last micro-batch (sync = 1) communicates. (Reduce-scatter
- * mode communicates every micro-batch: each adds into the shard.)
+ * and only the last micro-batch (sync = 1) communicates. In reduce-scatter
+ * mode the unit gradients must then stay alive and accumulate until the
+ * synchronised micro-batch (ZeRO-1 keeps them whole); ZeRO-2/3 instead
+ * synchronise every micro-batch, each adding its sums into the shard.
  *
  * bf16 communication: with wire = DT_BF16 each bucket's fp32 gradients are
  * rounded to bf16, summed in bf16 (fp32 arithmetic, rounded at each step)
@@ -62,6 +68,7 @@ typedef struct {
     size_t offset, count;   /* all-reduce: range of the flat gradient array; reduce-scatter:
                                the unit's piece (count per rank) */
     int unit;               /* reduce-scatter: the unit */
+    int slot;               /* reduce-scatter: its receive slot */
     int state;              /* 0: formed, 1: in flight, 2: done */
     comm_req_t req;
     double t_launch;        /* for the trace */
@@ -76,7 +83,9 @@ typedef struct grad_sync {
     dtype_t wire;           /* DT_F32 or DT_BF16 */
     void *wire_buf;         /* bf16 wire copy */
     float *recv;            /* reduce-scatter: this rank's piece of a unit, before it is added */
-    size_t slot;            /* reduce-scatter: elements per unit slot in recv (the largest piece) */
+    size_t slot;            /* reduce-scatter: elements per slot in recv (the largest piece) */
+    int nslots;             /* reduce-scatter: slots, = the reduce-scatters in flight at most */
+    int *slot_busy;         /* (nslots) the bucket using each slot, or -1 */
     size_t cap;             /* bucket capacity, elements */
     int overlap;
     int sync;               /* this micro-batch communicates */
@@ -102,12 +111,14 @@ typedef struct grad_sync {
 void grad_sync_init_allreduce(grad_sync_t *g, comm_t *comm, model_t *m, dtype_t wire,
                               size_t bucket_bytes, int overlap);
 /* Reduce-scatter mode: the unit gradients are model->unit_g[u], each
- * comm->size * pieces[u].count elements (padded with zeros); rank r adds
- * piece r into shard + pieces[u].off. release (may be NULL) is called once a
- * unit's reduce-scatter has completed. Adds an after-backward hook. */
+ * comm->size * ceil(count / size) elements (padded with zeros); rank r adds
+ * piece r into shard + pieces[u].off. At most max_inflight (0: no limit)
+ * reduce-scatters in flight. release (may be NULL) is called once a unit's
+ * reduce-scatter has completed. Adds an after-backward hook. */
 void grad_sync_init_reduce_scatter(grad_sync_t *g, comm_t *comm, model_t *m, dtype_t wire,
                                    float *shard, const optim_piece_t *pieces, int overlap,
-                                   void (*release)(void *ctx, int unit), void *release_ctx);
+                                   int max_inflight, void (*release)(void *ctx, int unit),
+                                   void *release_ctx);
 void grad_sync_free(grad_sync_t *g);
 
 /* The sharded layout: unit u's elements cut into `size` pieces of
@@ -119,7 +130,9 @@ size_t grad_sync_pieces(const model_t *m, int size, int rank, optim_piece_t *pie
 /* Before each micro-batch's backward: sync = 1 on the last micro-batch. */
 void grad_sync_begin(grad_sync_t *g, int sync);
 /* After the last micro-batch's backward: launch what is left, wait for every
- * bucket. */
+ * bucket (nothing when the micro-batch did not synchronise). Reduce-scatter
+ * mode may also call it after any unit's backward, to complete that unit's
+ * reduce-scatter before going on (no overlap, one unit buffer at a time). */
 void grad_sync_finish(grad_sync_t *g);
 /* Another backward pass of the same step communicates too: as
  * grad_sync_begin(g, 1), but the buckets formed so far stay (a pipeline

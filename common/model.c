@@ -85,13 +85,13 @@ void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int
     if (m->has_head) m->units[u++] = (model_unit_t){off, m->size - off, c->layers, s->chunks - 1};
     m->unit_w = xcalloc((size_t)m->n_units, sizeof *m->unit_w);
     m->unit_g = xcalloc((size_t)m->n_units, sizeof *m->unit_g);
-    if (with_params) {
+    if (with_params != MODEL_NO_PARAMS) {
         m->params = dev_alloc_as(d, m->size * es_of(m), MEM_PARAMS);
+        for (int k = 0; k < m->n_units; k++) m->unit_w[k] = at(m, m->params, m->units[k].offset);
+    }
+    if (with_params == MODEL_PARAMS_AND_GRADS) {
         m->grads = dev_alloc_as(d, m->size * sizeof(float), MEM_GRADS);
-        for (int k = 0; k < m->n_units; k++) {
-            m->unit_w[k] = at(m, m->params, m->units[k].offset);
-            m->unit_g[k] = m->grads + m->units[k].offset;
-        }
+        for (int k = 0; k < m->n_units; k++) m->unit_g[k] = m->grads + m->units[k].offset;
     }
 
     size_t ncs = (size_t)c->seq * m->hd;   /* seq x hd/2 pairs of (cos, sin) */

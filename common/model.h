@@ -288,11 +288,18 @@ struct model {
     } scr;
 };
 
-/* Allocates the scratch and the RoPE table and, when with_params, the flat
- * params (zero) and grads (zero), pointing unit_w/unit_g into them; without
- * them (ZeRO-3) a unit hook must set unit_w[u] / unit_g[u] before the unit
- * runs. Micro-batches hold at most max_batch sequences. Checks config and
- * shard. Memory is counted as MEM_PARAMS, MEM_GRADS and MEM_ACTS. */
+/* model_init's with_params: what flat arrays the model holds. */
+enum {
+    MODEL_NO_PARAMS = 0,        /* neither (ZeRO-3: hooks bring each unit's weights) */
+    MODEL_PARAMS_AND_GRADS = 1, /* both (DDP) */
+    MODEL_PARAMS_ONLY = 2       /* the weights, not the gradients (ZeRO-1/2 keep their own) */
+};
+/* Allocates the scratch and the RoPE table and the flat params (zero) and
+ * grads (zero) that with_params asks for, pointing unit_w/unit_g into them;
+ * where the model holds none, a unit hook must set unit_w[u] / unit_g[u]
+ * before the unit runs. Micro-batches hold at most max_batch sequences.
+ * Checks config and shard. Memory is counted as MEM_PARAMS, MEM_GRADS and
+ * MEM_ACTS. */
 void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int max_batch,
                 dtype_t dtype, const device_t *d, int with_params);
 void model_free(model_t *m);

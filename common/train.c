@@ -119,6 +119,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
         {"node-size", ARG_INT, &o->node_size, "link model: ranks per simulated node (0: off; see common/comm.h)", NULL, 0, 1e6},
         {"inter-gbps", ARG_DOUBLE, &o->inter_gbps, "link model: GB/s between simulated nodes", NULL, 1e-6, 1e6},
         {"inter-us", ARG_DOUBLE, &o->inter_us, "link model: latency between simulated nodes, microseconds", NULL, 0, 1e7},
+        {"mem-limit", ARG_BYTES, &o->mem_limit, "refuse to count more than this much device memory per rank (0: no limit)", NULL, 0, 0},
         {"crash-in-save", ARG_INT, &o->crash_in_save, "testing: die (SIGKILL) half-way through writing the checkpoint of this step", NULL, 0, 1e9},
     };
     int ns = ARRAY_LEN(shared), n = ns + prog->nflags;
@@ -184,6 +185,9 @@ static void header(train_t *tr) {
     }
     say("MFU:     6 N_matmul + 12 L H hd T = %.4g MFLOP per token (matmuls, forward + backward) "
         "/ (%d x peak)\n", tr->flops_token / 1e6, tr->dist.world);
+    if (o->mem_limit)
+        say("memory:  limit %zu bytes (%.2f MB) of counted device memory per rank (--mem-limit)\n",
+            o->mem_limit, o->mem_limit / 1e6);
     if (o->node_size)
         say("link:    simulated nodes of %d ranks; between them %.3g GB/s and %.3g us per message "
             "(common/comm.h)\n", o->node_size, o->inter_gbps, o->inter_us);
@@ -208,6 +212,7 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
         usage_error("--batch %d must be divisible by data-parallel ranks (%d) x --micro (%d)", o->batch,
                     dp, o->micro);
     device_init(&tr->dev, o->c.device, tr->dist.local_rank, tr->dist.local_world, o->c.threads);
+    dev_mem_limit(o->mem_limit);
     static const char *names[AXES] = {"tensor-parallel", "context-parallel", "pipeline", "data-parallel"};
     for (int a = 0; a < AXES; a++) {
         comm_init(&tr->axis[a], tr->mesh.axis[a], tr->mesh.size[a] > 1 ? o->c.comm : "mpi", &tr->dev);
@@ -649,6 +654,7 @@ static void write_dump(train_t *tr, double loss) {
 static double sent_total(const train_t *tr) {
     double s = comm_sent_bytes(&tr->grad);
     for (int a = 0; a < AXES; a++) s += comm_sent_bytes(&tr->axis[a]);
+    for (int i = 0; i < tr->ncomms; i++) s += comm_sent_bytes(tr->comms[i]);
     return s;
 }
 
@@ -669,11 +675,10 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         /* The step's numbers over the world: the counted loss, the exposed
          * communication and the bubble (means over ranks), recomputation,
          * and the squared gradient norm of the unique parts. */
-        double red[9] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
-                         tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0, 0,
+        double red[8] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
+                         tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0,
                          st.fwd_s, st.bwd_s};
-        red[6] = sent_total(tr) - sent0;
-        allreduce_host(red, 9, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
+        allreduce_host(red, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
         double loss = red[0] / (double)tr->global_tokens, exposed_ms = red[1] / world * 1e3;
         double bubble_s = red[5] > 0 ? red[2] / red[5] : -1, recompute = red[3];
         if (step == 1 && o->dump) write_dump(tr, loss);
@@ -688,6 +693,9 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         trace_span(tr->trace_track, "optimizer", to, t1);
         double mx[2] = {(double)dev_mem()->total_peak, t1 - t0};
         allreduce_host(mx, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "step totals");
+        /* bytes after the update too (ZeRO all-gathers the updated weights there) */
+        double sent = sent_total(tr) - sent0;
+        allreduce_host(&sent, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
 
         double secs = mx[1], ms = secs * 1e3, tok_s = tr->global_tokens / secs;
         double model_flops = tr->flops_token * (double)tr->global_tokens;
@@ -699,13 +707,15 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         char ub[48], tb[32], bub[48] = "";
         if (bubble_s >= 0) snprintf(bub, sizeof bub, " | bubble %.1f%%", 100 * bubble_s / secs);
         say("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %s tok/s | MFU %s | comm %.2f ms "
-            "exposed%s\n", step, o->steps, loss, lr, norm, ms, train_si(tb, sizeof tb, tok_s),
+            "exposed%s", step, o->steps, loss, lr, norm, ms, train_si(tb, sizeof tb, tok_s),
             perf_util_str(ub, sizeof ub, model_flops / secs / world, tr->peak), exposed_ms, bub);
+        if (tr->step_note && tr->dist.rank == 0) tr->step_note(tr, tr->step_note_ctx);
+        say("\n");
         if (tr->csv) {
             fprintf(tr->csv, "%ld,%.6f,%.3f,%.1f,%.3f,%.3f,%.6g,%.6g,%.3f,%.3f,", step, loss, ms, tok_s,
                     100 * mfu, 100 * hfu, lr, norm, exposed_ms, ms - exposed_ms);
             if (bubble_s >= 0) fprintf(tr->csv, "%.4f,", bubble_s / secs); else fprintf(tr->csv, "nan,");
-            fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, red[6] / world / 1e6, world,
+            fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, sent / world / 1e6, world,
                     tr->data.unigram_entropy, tr->data.entropy_rate);
             fflush(tr->csv);
         }
@@ -715,8 +725,8 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         if (step > tr->start + 1) {   /* the first step pays for warming up */
             tr->sum_ms += ms;
             tr->sum_exposed += exposed_ms;
-            tr->sum_fwd += red[7] / world * 1e3;   /* means over ranks, as the exposed time: */
-            tr->sum_bwd += red[8] / world * 1e3;   /* ranks that wait longer compute less */
+            tr->sum_fwd += red[6] / world * 1e3;   /* means over ranks, as the exposed time: */
+            tr->sum_bwd += red[7] / world * 1e3;   /* ranks that wait longer compute less */
             tr->sum_opt += (t1 - to) * 1e3;
             tr->sum_bubble += bubble_s >= 0 ? bubble_s * 1e3 : 0;
             tr->timed++;

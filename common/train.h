@@ -59,6 +59,7 @@ typedef struct {
     double timeout_s;
     int node_size;               /* link model: world ranks per simulated node (0: off) */
     double inter_gbps, inter_us;
+    size_t mem_limit;            /* bytes of counted memory per rank (0: no limit) */
 } train_opts_t;
 
 /* What a step function measured (this rank). */
@@ -109,6 +110,10 @@ struct train {
                                     Default: rank 0 of tr->grad. */
     void (*after_update)(train_t *tr, void *ctx);   /* after each optimizer step (ZeRO) */
     void *after_update_ctx;
+    void (*step_note)(train_t *tr, void *ctx);      /* rank 0: appends to the step's log line */
+    void *step_note_ctx;
+    comm_t *comms[4];            /* communicators the chapter made itself: their bytes count too */
+    int ncomms;
     long start;                  /* last step done before this run (resume) */
     double peak;                 /* FLOP/s per rank, 0 when unknown */
     double flops_token;          /* model FLOPs per token (forward + backward) */
@@ -132,8 +137,9 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
  * communicators, the data, the output checks, the checkpoint lock, and the
  * start-up header. tr->shard gets tp and cp from the mesh and all layers. */
 void train_setup(train_t *tr, int tp, int cp, int pp);
-/* The model for tr->shard (with_params 0: ZeRO-3, the units' weights come
- * from a hook), and tr->acts. */
+/* The model for tr->shard (with_params: model.h's MODEL_PARAMS_AND_GRADS,
+ * MODEL_PARAMS_ONLY or MODEL_NO_PARAMS, where hooks bring the units'
+ * weights), and tr->acts. */
 void train_model(train_t *tr, int with_params);
 /* The optimizer over this rank's part (pieces NULL: the whole flat array,
  * gradients in model.grads, working weights in model.params), then the

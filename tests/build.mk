@@ -115,6 +115,12 @@ endif
 ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
 endif
+ifneq ($(wildcard 04_fsdp/main.c),)
+$(eval $(call emu_program,fsdp,04_fsdp/main.c 04_fsdp/fsdp.c))
+endif
+ifneq ($(wildcard 05_hsdp/main.c),)
+$(eval $(call emu_program,hsdp,05_hsdp/main.c 04_fsdp/fsdp.c))
+endif
 ifneq ($(wildcard 07_pipeline/main.c),)
 $(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/schedule.c 07_pipeline/executor.c))
 endif
@@ -134,3 +140,7 @@ endif
 TEST_PROGRAMS += build/tests/bench_ops
 build/tests/bench_ops: $(call objects,tests/bench_ops.c)
 $(eval $(call emu_program,bench_ops,tests/bench_ops.c))
+
+# Last, once every emulated program above has joined EMU_TARGETS (a rule's
+# prerequisites are read where it stands).
+all: $(EMU_TARGETS)

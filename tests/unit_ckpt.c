@@ -1,5 +1,6 @@
 /* unit_ckpt.c: checkpoint files (common/ckpt.c): round trip, and refusal of
- * every kind of damaged or foreign file; atomic save under a crash. */
+ * every kind of damaged or foreign file; checkpoint sets (one directory per
+ * step) under a crash, listed newest first and pruned. */
 #define UNIT_MAIN
 #include "unit.h"
 
@@ -32,9 +33,33 @@ static void describe(ckpt_t *c, fake_t *f, int dim) {
     ckpt_blob(c, "moment", f->m, sizeof f->m);
 }
 
+static void save_one(const char *path, int seed, long step);
+
+static void make_dir(const char *dir) {
+    char err[512] = "";
+    if (ckpt_make_dir(dir, err, sizeof err) != 0) UNIT_FAIL("%s", err);
+}
+
 static void temp_dir(char *out, size_t len) {
     snprintf(out, len, "/tmp/unit_ckpt_%d/a/b", (int)getpid());
-    ckpt_make_dir(out);
+    make_dir(out);
+}
+
+/* A file of its own for the file-level tests. */
+static void step_file(char *out, size_t len, const char *dir, long step) {
+    snprintf(out, len, "%s/step_%08ld.ckpt", dir, step);
+}
+
+/* A complete checkpoint set of `step` in dir: one part and the metadata
+ * (ckpt_list counts a set once its meta.ckpt exists). Returns the part's path. */
+static void save_set(char *part, size_t len, const char *dir, long step, int seed) {
+    char set[512], meta[600];
+    ckpt_set_path(set, sizeof set, dir, step, 0);
+    make_dir(set);
+    ckpt_part_path(part, len, set, 0);
+    save_one(part, seed, step);
+    ckpt_part_path(meta, sizeof meta, set, -1);
+    save_one(meta, seed, step);
 }
 
 /* Remove this process's temporary tree (every test ends with it). */
@@ -84,7 +109,7 @@ static void flip_byte(const char *path, long offset) {
 TEST(ckpt_round_trip) {
     char dir[256], path[512];
     temp_dir(dir, sizeof dir);
-    ckpt_step_path(path, sizeof path, dir, 12);
+    step_file(path, sizeof path, dir, 12);
     save_one(path, 3, 12);
     fake_t want, got;
     fill(&want, 3);
@@ -108,7 +133,7 @@ TEST(ckpt_round_trip) {
 TEST(ckpt_corrupt_byte_refused) {
     char dir[256], path[512];
     temp_dir(dir, sizeof dir);
-    ckpt_step_path(path, sizeof path, dir, 1);
+    step_file(path, sizeof path, dir, 1);
     long where[] = {CKPT_HEADER_BYTES + 17, CKPT_HEADER_BYTES + 4000 + 64 + 5, 60, 2620};
     const char *says[] = {"checksum mismatch in 'weights'", "checksum mismatch in 'moment'",
                           "header checksum", "header checksum"};
@@ -123,7 +148,7 @@ TEST(ckpt_corrupt_byte_refused) {
 TEST(ckpt_wrong_config_refused) {
     char dir[256], path[512];
     temp_dir(dir, sizeof dir);
-    ckpt_step_path(path, sizeof path, dir, 1);
+    step_file(path, sizeof path, dir, 1);
     save_one(path, 1, 1);
     expect_refused(path, 128, "was written for dim 64, but this run has dim 128");
     /* A run that describes a setting the file lacks is refused too. */
@@ -140,7 +165,7 @@ TEST(ckpt_wrong_config_refused) {
 TEST(ckpt_truncated_refused) {
     char dir[256], path[512];
     temp_dir(dir, sizeof dir);
-    ckpt_step_path(path, sizeof path, dir, 1);
+    step_file(path, sizeof path, dir, 1);
     long sizes[] = {CKPT_HEADER_BYTES + 4000 + 64 + 100, CKPT_HEADER_BYTES, 2000, 3};
     const char *says[] = {"truncated", "truncated", "truncated", "not a checkpoint"};
     for (int k = 0; k < 4; k++) {
@@ -167,7 +192,7 @@ TEST(ckpt_foreign_file_refused) {
 TEST(ckpt_wrong_blob_size_refused) {
     char dir[256], path[512];
     temp_dir(dir, sizeof dir);
-    ckpt_step_path(path, sizeof path, dir, 1);
+    step_file(path, sizeof path, dir, 1);
     save_one(path, 1, 1);
     static float big[N + 1];
     fake_t f;
@@ -181,17 +206,19 @@ TEST(ckpt_wrong_blob_size_refused) {
     cleanup();
 }
 
-/* A process killed half-way through saving leaves the previous checkpoint
- * intact and newest; the stale temporary file is ignored, then pruned. */
+/* A process killed half-way through saving a set leaves the previous set
+ * intact and newest; the stale temporary set is ignored, then pruned. */
 TEST(ckpt_crash_mid_save_keeps_previous) {
-    char dir[256], path[512];
+    char dir[256], part[600];
     temp_dir(dir, sizeof dir);
-    ckpt_step_path(path, sizeof path, dir, 4);
-    save_one(path, 4, 4);
+    save_set(part, sizeof part, dir, 4, 4);
+    char tmp[512];
+    ckpt_set_path(tmp, sizeof tmp, dir, 8, 1);
+    make_dir(tmp);
     pid_t pid = fork();
     if (pid == 0) {
-        char p8[512];
-        ckpt_step_path(p8, sizeof p8, dir, 8);
+        char p8[600];
+        ckpt_part_path(p8, sizeof p8, tmp, 0);
         ckpt_crash_after_bytes = CKPT_HEADER_BYTES + 1000;
         save_one(p8, 8, 8);
         _exit(0);   /* not reached: the save kills the process */
@@ -199,42 +226,40 @@ TEST(ckpt_crash_mid_save_keeps_previous) {
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    char latest[600], tmp[600];
-    long step = -1;
-    EXPECT(ckpt_latest(dir, latest, sizeof latest, &step) == 0);
-    EXPECT_EQ_INT(step, 4);
-    ckpt_step_path(tmp, sizeof tmp, dir, 8);
-    strcat(tmp, ".tmp");
+    long steps[4];
+    int n = ckpt_list(dir, steps, 4);
+    EXPECT_EQ_INT(n, 1);
+    EXPECT_EQ_INT(steps[0], 4);
     EXPECT(access(tmp, F_OK) == 0);
     fake_t got, want;
     fill(&want, 4);
     char err[512] = "";
-    if (load(latest, 64, &got, err, sizeof err) != 0) UNIT_FAIL("previous checkpoint unreadable: %s", err);
+    if (load(part, 64, &got, err, sizeof err) != 0) UNIT_FAIL("previous checkpoint unreadable: %s", err);
     EXPECT(memcmp(got.w, want.w, sizeof got.w) == 0);
     ckpt_prune(dir, 2);
     EXPECT(access(tmp, F_OK) != 0);
     cleanup();
 }
 
-TEST(ckpt_latest_picks_highest_step_and_prune_keeps_two) {
-    char dir[256], path[512];
+TEST(ckpt_list_is_newest_first_and_prune_keeps_two) {
+    char dir[256], part[600];
     snprintf(dir, sizeof dir, "/tmp/unit_ckpt_%d/latest", (int)getpid());
-    ckpt_make_dir(dir);
-    long step = 0;
-    char latest[600];
-    EXPECT(ckpt_latest(dir, latest, sizeof latest, &step) != 0);   /* empty: none */
+    make_dir(dir);
+    long got[8];
+    EXPECT_EQ_INT(ckpt_list(dir, got, 8), 0);   /* empty: none */
     long steps[] = {3, 12, 100, 7};
-    for (int k = 0; k < 4; k++) {
-        ckpt_step_path(path, sizeof path, dir, steps[k]);
-        save_one(path, 1, steps[k]);
-    }
-    EXPECT(ckpt_latest(dir, latest, sizeof latest, &step) == 0);
-    EXPECT_EQ_INT(step, 100);
+    for (int k = 0; k < 4; k++) save_set(part, sizeof part, dir, steps[k], 1);
+    int n = ckpt_list(dir, got, 8);
+    EXPECT_EQ_INT(n, 4);
+    long want[] = {100, 12, 7, 3};
+    for (int k = 0; k < n && k < 4; k++)
+        if (got[k] != want[k]) UNIT_FAIL("listed step %ld at %d, expected %ld", got[k], k, want[k]);
     ckpt_prune(dir, 2);
     for (int k = 0; k < 4; k++) {
-        ckpt_step_path(path, sizeof path, dir, steps[k]);
-        int kept = access(path, F_OK) == 0, want = steps[k] >= 12;
-        if (kept != want) UNIT_FAIL("step %ld: kept %d, expected %d", steps[k], kept, want);
+        char set[512];
+        ckpt_set_path(set, sizeof set, dir, steps[k], 0);
+        int kept = access(set, F_OK) == 0, keep = steps[k] >= 12;
+        if (kept != keep) UNIT_FAIL("step %ld: kept %d, expected %d", steps[k], kept, keep);
     }
     cleanup();
 }

@@ -274,6 +274,39 @@ TEST(bytes_sent_are_bus_bytes_per_kind) {
     comm_destroy(&cm);
 }
 
+/* The link model: with every rank its own simulated node, two all-reduces in
+ * flight at once queue on the rank's link, so the second completes no
+ * earlier than twice the modelled cost of one (a lower bound the model's
+ * sleeps guarantee, whatever the machine's speed). One rank has no link. */
+TEST(link_model_queues_crossing_collectives) {
+    device_t d;
+    device_init(&d, "cpu", 0, 1, 1);
+    comm_link_t l = {1, 1.0, 50000.0};   /* nodes of 1 rank, 1 GB/s, 50 ms: the model dominates */
+    comm_link_set(&l);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, "mpi", &d);
+    size_t c = 1024;
+    float *a = xcalloc(c, 4), *b = xcalloc(c, 4);
+    double N = cm.size, one = N > 1 ? 2 * (N - 1) * (50e-3 + 4.0 * c / N / 1e9) : 0;   /* comm.h's ring */
+    MPI_Barrier(cm.mpi);
+    comm_req_t ra, rb;
+    double t0 = now_s();
+    comm_iallreduce(&cm, a, a, c, DT_F32, RED_SUM, &ra);
+    comm_iallreduce(&cm, b, b, c, DT_F32, RED_SUM, &rb);
+    comm_wait(&cm, &ra);
+    double ta = now_s() - t0;
+    comm_wait(&cm, &rb);
+    double tb = now_s() - t0;
+    printf("one all-reduce costs %.2f ms by the model; done after %.2f and %.2f ms\n", one * 1e3, ta * 1e3, tb * 1e3);
+    if (ta < one) UNIT_FAIL("the first all-reduce finished after %.3f ms, before its modelled %.3f ms", ta * 1e3, one * 1e3);
+    if (tb < 2 * one) UNIT_FAIL("the second finished after %.3f ms, before the %.3f ms of both in a row", tb * 1e3, 2e3 * one);
+    free(a);
+    free(b);
+    comm_destroy(&cm);
+    comm_link_t off = {0, 1.0, 0.0};
+    comm_link_set(&off);
+}
+
 TEST(device_cpu_buffers_copy_round_trip) {
     device_t d;
     device_init(&d, "cpu", 0, 1, 1);   /* the CPU, whether or not a GPU answers */

@@ -216,7 +216,7 @@ TEST(grad_sync_one_rank_leaves_gradients_untouched) {
 static int released[NU];
 static void on_release(void *ctx, int unit) { (void)ctx; released[unit]++; }
 
-static void rs_case(dtype_t wire, int overlap) {
+static void rs_case(dtype_t wire, int overlap, int max_inflight) {
     int r = unit_dist.rank, W = unit_dist.world;
     model_t m;
     fake_model(&m, NULL);
@@ -234,8 +234,17 @@ static void rs_case(dtype_t wire, int overlap) {
     for (size_t i = 0; i < len; i++) shard[i] = 1.0f;   /* the sums are ADDED */
     memset(released, 0, sizeof released);
     grad_sync_t g;
-    grad_sync_init_reduce_scatter(&g, &cm, &m, wire, shard, pieces, overlap, on_release, NULL);
-    grad_sync_begin(&g, 0);   /* reduce-scatter communicates on every micro-batch */
+    grad_sync_init_reduce_scatter(&g, &cm, &m, wire, shard, pieces, overlap, max_inflight,
+                                  on_release, NULL);
+    if (max_inflight) EXPECT_EQ_INT(g.nslots, max_inflight);
+    grad_sync_begin(&g, 0);   /* no_sync: nothing sent, nothing added, nothing released */
+    backward(&m);
+    grad_sync_finish(&g);
+    for (int u = 0; u < NU; u++)
+        if (released[u]) UNIT_FAIL("no_sync: unit %d released", u);
+    for (size_t i = 0; i < len; i++)
+        if (shard[i] != 1.0f) { UNIT_FAIL("no_sync: shard element %zu changed to %g", i, shard[i]); break; }
+    grad_sync_begin(&g, 1);
     backward(&m);
     grad_sync_finish(&g);
     int bad = 0;
@@ -248,8 +257,8 @@ static void rs_case(dtype_t wire, int overlap) {
                                  ? (float)((int)((unit_range[u][0] + e) % 5) * W * (W + 1) / 2 - 2 * W) : 0.0f);
             float got = shard[pieces[u].off + i];
             if (got != want && bad++ < 3)
-                UNIT_FAIL("%s overlap %d: unit %d piece element %zu = %g, expected %g", dtype_name(wire),
-                          overlap, u, i, got, want);
+                UNIT_FAIL("%s overlap %d, %d in flight: unit %d piece element %zu = %g, expected %g",
+                          dtype_name(wire), overlap, max_inflight, u, i, got, want);
         }
         free(unit_buf[u]);
     }
@@ -260,10 +269,11 @@ static void rs_case(dtype_t wire, int overlap) {
 
 TEST(grad_sync_reduce_scatter_adds_each_units_piece_exactly) {
     setup();
-    for (int overlap = 0; overlap <= 1; overlap++) {
-        rs_case(DT_F32, overlap);
-        rs_case(DT_BF16, overlap);
-    }
+    for (int overlap = 0; overlap <= 1; overlap++)
+        for (int inflight = 0; inflight <= 2; inflight++) {   /* 0: every unit at once */
+            rs_case(DT_F32, overlap, inflight);
+            rs_case(DT_BF16, overlap, inflight);
+        }
     teardown();
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# sweep_links.sh: hybrid sharding on 4 ranks laid out as 2 simulated nodes of
+# 2 (the link model, common/comm.h), for shard groups of K = 1 (DDP), 2 (one
+# group per node) and 4 (FSDP across both nodes), without the link model, with
+# a fast inter-node link and with a slow one. One row per (K, link) in
+# plots/data/hsdp.csv (or $1): the measured step, the step without the link
+# model (base), the link time predicted by alpha-beta and their sum, and the
+# bytes per rank that crossed between nodes; drawn by 05_hsdp/hsdp.gp.
+# Flags after the CSV name go to every run.
+#   bash 05_hsdp/sweep_links.sh plots/data/hsdp.csv --device cpu
+# The model (1.77M parameters, 7.1 MB of fp32 weights) meets few tokens per
+# step (4 x 32), so that communication is a visible share of the step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-plots/data/hsdp.csv}
+shift || true
+# The slow link is scaled to the small model: its 7.1 MB of weights take
+# 0.14 s at 0.05 GB/s, far above the step's compute, as a large model's do
+# on a slow network; the fast one makes the links nearly free.
+FAST=${FAST:-"12.5 5"}     # GB/s, microseconds
+SLOW=${SLOW:-"0.05 100"}
+# 4 ranks on a machine with fewer cores: waiting ranks yield their core
+export OMPI_MCA_mpi_yield_when_idle=1
+mkdir -p "$(dirname "$out")"
+tmp=$(mktemp /tmp/hsdp_sweep.XXXXXX)
+trap 'rm -f "$tmp"' EXIT
+rm -f "$tmp"
+echo "shard,link,inter_gbps,inter_us,step_ms,base_ms,link_pred_ms,pred_ms,cross_mb,cross_pred_mb,sent_mb" > "$out"
+for K in 1 2 4; do
+    for link in none fast slow; do
+        flags=(--dim 128 --heads 4 --kv-heads 4 --layers 8 --vocab 256 --seq 32 --batch 4 --steps ${STEPS:-16}
+               --threads 1 --shard "$K" --bench-csv "$tmp" "$@")
+        case $link in
+        fast) read -r gbps us <<<"$FAST"; flags+=(--node-size 2 --inter-gbps "$gbps" --inter-us "$us") ;;
+        slow) read -r gbps us <<<"$SLOW"; flags+=(--node-size 2 --inter-gbps "$gbps" --inter-us "$us") ;;
+        esac
+        line=$(mpirun -np 4 ./05_hsdp/hsdp "${flags[@]}" | grep -E '^mean')
+        printf 'shard %d, link %-4s | %s\n' "$K" "$link" "$(echo "$line" | cut -c1-100)"
+    done
+done
+# rows of $tmp: shard,replicas,ranks,node_size,inter_gbps,inter_us,zero,dtype,step_ms,exposed_ms,
+# cross_mb,cross_pred_mb,link_pred_ms,sent_mb,mem_mb; three per K: none, fast, slow
+awk -F, 'NR > 1 { n++; link = (n - 1) % 3; if (link == 0) base = $9
+    name = link == 0 ? "none" : link == 1 ? "fast" : "slow"
+    printf "%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s\n", $1, name, $5, $6, $9, base, $13, base + $13, $11, $12, $14 }' \
+    "$tmp" >> "$out"
+echo "wrote $out"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# test_hsdp.sh: the multi-run tests of chapter 05 (listed in tests/hsdp.tests).
+# 05_hsdp/hsdp is 04_fsdp's module on a 2D mesh, so the cases of
+# 04_fsdp/test_fsdp.sh (equiv, same, resume, numbers, emu) run here on it;
+# this file adds what the mesh brings. Usage: test_hsdp.sh CASE [ARGS...].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export P=./05_hsdp/hsdp
+DEV=${DEV:-cpu}
+TINY=(--device "$DEV" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
+      --batch 12 --lr 3e-3)
+dir=$(mktemp -d /tmp/hsdp_test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+
+case "$1" in
+link)  # K: 4 ranks on 2 simulated nodes of 2 with a slow link: the bytes that cross and
+    # their alpha-beta time against check_fsdp.py's, and the same results bit for bit as
+    # without the link model (it changes when bytes arrive, never what they are)
+    K=$2
+    flags=("${TINY[@]}" --steps 4 --shard "$K" --peak 1)
+    link=(--node-size 2 --inter-gbps 2 --inter-us 50)
+    mpirun -np 4 "$P" "${flags[@]}" --save-final "$dir/a.bin" >"$dir/a.log" 2>&1 || { tail "$dir/a.log"; exit 1; }
+    mpirun -np 4 "$P" "${flags[@]}" "${link[@]}" --csv "$dir/b.csv" --save-final "$dir/b.bin" >"$dir/b.log" 2>&1 \
+        || { tail "$dir/b.log"; exit 1; }
+    grep '^hsdp\|^link' "$dir/b.log"
+    python3 04_fsdp/check_fsdp.py "$dir/b.log" "$dir/b.csv" --shard "$K" "${link[@]}"
+    ./build/tests/compare "$dir/b.bin" "$dir/a.bin" --exact
+    ;;
+*)
+    exec bash 04_fsdp/test_fsdp.sh "$@" ;;
+esac
