@@ -23,3 +23,7 @@ build/tests/unit_shards: $(call objects,tests/unit_shards.c 08_tensor_parallel/t
 # The link model: set against measured latency and bandwidth (4 ranks).
 TEST_PROGRAMS += build/tests/unit_link
 build/tests/unit_link: $(call objects,tests/unit_link.c)
+
+# The corpus: determinism, structure, shards disjoint on real ranks.
+TEST_PROGRAMS += build/tests/unit_data
+build/tests/unit_data: $(call objects,tests/unit_data.c)
