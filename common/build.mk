@@ -27,3 +27,7 @@ build/tests/unit_link: $(call objects,tests/unit_link.c)
 # The corpus: determinism, structure, shards disjoint on real ranks.
 TEST_PROGRAMS += build/tests/unit_data
 build/tests/unit_data: $(call objects,tests/unit_data.c)
+
+# Checkpoint files and sets: round trip, every refusal, a crash in mid-save.
+TEST_PROGRAMS += build/tests/unit_ckpt
+build/tests/unit_ckpt: $(call objects,tests/unit_ckpt.c)
