@@ -74,19 +74,25 @@ static void after_step(train_t *tr, void *ctx, long step, int ckpt_due) {
     saver_step(&p->saver, tr, step, ckpt_due);
 }
 
-/* --goodput-model DELTA,MTBF,RESTART: Daly's goodput against the interval. */
+/* --goodput-model DELTA,MTBF,RESTART[,TAU]: Daly's goodput against the
+ * interval (a grid around Young's), or at the interval TAU alone. */
 static void goodput_model(const char *s) {
-    double delta, mtbf, restart;
-    if (sscanf(s, "%lf,%lf,%lf", &delta, &mtbf, &restart) != 3 || !(delta > 0) || !(mtbf > 0) || !(restart >= 0))
-        usage_error("--goodput-model %s: want DELTA,MTBF,RESTART in seconds, like 0.1,10,1.5", s);
+    double delta, mtbf, restart, tau;
+    int n = sscanf(s, "%lf,%lf,%lf,%lf", &delta, &mtbf, &restart, &tau);
+    if (n < 3 || !(delta > 0) || !(mtbf > 0) || !(restart >= 0) || (n == 4 && !(tau > 0)))
+        usage_error("--goodput-model %s: want DELTA,MTBF,RESTART[,TAU] in seconds, like 0.1,10,1.5", s);
+    if (n == 4) {
+        printf("%.6g,%.6g\n", tau, daly_goodput(tau, delta, restart, mtbf));
+        return;
+    }
     double ty = young_interval(delta, mtbf), td = daly_interval(delta, mtbf);
     printf("# checkpoint cost %g s, mean time between failures %g s, restart %g s\n", delta, mtbf, restart);
     printf("# young %.6g s (goodput %.6g), daly %.6g s (goodput %.6g)\n", ty,
            daly_goodput(ty, delta, restart, mtbf), td, daly_goodput(td, delta, restart, mtbf));
     printf("interval_s,goodput\n");
     for (int i = 0; i <= 80; i++) {   /* from tau_Young / 30 to 30 tau_Young */
-        double tau = ty * pow(30.0, (i - 40) / 40.0);
-        printf("%.6g,%.6g\n", tau, daly_goodput(tau, delta, restart, mtbf));
+        double t = ty * pow(30.0, (i - 40) / 40.0);
+        printf("%.6g,%.6g\n", t, daly_goodput(t, delta, restart, mtbf));
     }
 }
 
@@ -151,7 +157,7 @@ int main(int argc, char **argv) {
         {"fail-seed", ARG_INT, &p.fail_seed, "seed of the injected failures (-1: --seed)", NULL, -1, 2147483647.0},
         {"attempt", ARG_INT, &p.attempt, "which attempt of the job this is (set by supervise.sh: picks its failure)", NULL, 0, 1e9},
         {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (policy, memory, times, MFU, HFU) to this CSV", NULL, 0, 0},
-        {"goodput-model", ARG_STRING, &p.goodput_model, "print Daly's goodput against the checkpoint interval for DELTA,MTBF,RESTART (s) and exit", NULL, 0, 0},
+        {"goodput-model", ARG_STRING, &p.goodput_model, "print Daly's goodput against the checkpoint interval for DELTA,MTBF,RESTART[,TAU] (s) and exit", NULL, 0, 0},
     };
     train_program_t prog = {
         "06_checkpointing", "06_checkpointing/ckpt", "activation recomputation and failure recovery",

@@ -61,6 +61,7 @@ static void finish_pending(saver_t *s) {
 
 void saver_step(saver_t *s, train_t *tr, long step, int due) {
     double t0 = now_s();
+    int sync = 0;
     if (s->last_end > 0 && step > tr->start + 1) {   /* the step before this hook; the first warms up */
         double dt = t0 - s->last_end;
         if (s->pending) { s->busy_s += dt; s->busy_n++; }
@@ -82,6 +83,8 @@ void saver_step(saver_t *s, train_t *tr, long step, int due) {
             s->commit_t1 = now_s();
             s->pending = 1;
             finish_pending(s);
+            s->saved_sync++;
+            sync = 1;
         } else {
             s->tr = tr;
             s->done = 0;
@@ -92,16 +95,23 @@ void saver_step(saver_t *s, train_t *tr, long step, int due) {
         }
     }
     s->last_end = now_s();
-    s->stall_s += s->last_end - t0;
+    if (sync) s->stall_sync_s += s->last_end - t0;
+    else s->stall_s += s->last_end - t0;   /* background saves: snapshots, waits, finished writes */
 }
 
 void saver_finish(saver_t *s, train_t *tr) {
     finish_pending(s);
+    int bg = s->saved - s->saved_sync;
     if (s->saved && tr->dist.rank == 0) {
-        say("saver:   %d checkpoint%s (%s) | training stalled %.1f ms per checkpoint (snapshot %.1f) | "
-            "written in %.1f ms, complete %.1f ms after the snapshot began (means)\n", s->saved,
-            s->saved == 1 ? "" : "s", s->async ? "the last synchronous, the others in the background" :
-            "synchronous", s->stall_s / s->saved * 1e3, s->snapshot_s / s->saved * 1e3,
+        char b[160] = "";
+        if (bg)
+            snprintf(b, sizeof b, "%d in the background: training stalled %.1f ms per checkpoint%s", bg,
+                     s->stall_s / bg * 1e3, s->saved_sync ? "; " : "");
+        if (s->saved_sync)
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%d synchronous: stalled %.1f ms per checkpoint",
+                     s->saved_sync, s->stall_sync_s / s->saved_sync * 1e3);
+        say("saver:   %d checkpoint%s: %s | snapshot %.1f ms, written in %.1f ms, complete %.1f ms after the "
+            "snapshot began (means)\n", s->saved, s->saved == 1 ? "" : "s", b, s->snapshot_s / s->saved * 1e3,
             s->write_s / s->saved * 1e3, s->latency_s / s->saved * 1e3);
         if (s->busy_n && s->idle_n)
             say("saver:   steps while a save was in flight %.1f ms (%d), the other steps %.1f ms (%d)\n",

@@ -46,8 +46,8 @@ typedef struct {
     train_t *tr;                /* for the writer thread */
     int done;                   /* set by the writer thread when its work is over (atomic) */
     /* measurements (rank 0's are printed) */
-    int saved;
-    double stall_s, latency_s, write_s, snapshot_s;
+    int saved, saved_sync;      /* all, and those written synchronously */
+    double stall_s, stall_sync_s, latency_s, write_s, snapshot_s;
     double busy_s, idle_s;      /* step time with and without a save in flight */
     int busy_n, idle_n;
     double last_end;            /* end of the previous step's hook (0: none yet) */

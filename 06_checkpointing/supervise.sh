@@ -43,6 +43,9 @@ done
 [ $# -gt 0 ] || { echo "error: supervise.sh: no program to run (... -- PROGRAM FLAGS)" >&2; exit 2; }
 restart_np=${restart_np:-$np}
 prog=("$@")
+# Open MPI waits a second between asking the other ranks to stop and killing
+# them after one has died; a supervisor that restarts at once needs no grace.
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-0}
 
 # The flags the supervisor reads: the checkpoint directory and the steps.
 ckpt_dir=""; steps=""
