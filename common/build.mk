@@ -28,6 +28,6 @@ build/tests/unit_link: $(call objects,tests/unit_link.c)
 TEST_PROGRAMS += build/tests/unit_data
 build/tests/unit_data: $(call objects,tests/unit_data.c)
 
-# The checkpoint sets: round trips, damage found, crashes mid-save.
+# Checkpoint files and sets: round trip, every refusal, a crash in mid-save.
 TEST_PROGRAMS += build/tests/unit_ckpt
 build/tests/unit_ckpt: $(call objects,tests/unit_ckpt.c)

@@ -192,16 +192,17 @@ static void block_alloc(model_t *m, model_acts_t *a, block_acts_t *b, int keep_a
     b->g = acts_buf(m, a, Rf * F * es);
 }
 
-/* With recompute_every = C, the input of every C-th layer (and the chunk's
- * output) has a buffer of its own; the other inputs and all the blocks'
- * insides share C "slots", which the backward pass refills one segment of
- * C layers at a time. */
-void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
-                     int selective) {
+/* Recomputed layers come in segments: with recompute_every = C, every
+ * segment of C layers (the last may be shorter); with the block policy, each
+ * of the first K layers alone. A segment's first input has a buffer of its
+ * own; its other inputs and all its blocks' insides share the `seg` slots,
+ * which the backward pass refills one segment at a time. Layers outside the
+ * segments (from K on) keep everything in buffers of their own. */
+static void acts_init(model_t *m, model_acts_t *a, int chunk, int B, int every, int block, int selective) {
     const model_shard_t *s = &m->shard;
     if (B < 1 || B > m->max_batch) die("model: micro-batch of %d sequences outside [1, %d]", B, m->max_batch);
     if (chunk < 0 || chunk >= s->chunks) die("model: chunk %d outside [0, %d)", chunk, s->chunks);
-    if (recompute_every < 0) die("model: recompute_every must be >= 0");
+    if (every < 0 || block < 0 || (every && block)) die("model: recompute_every %d and block %d: one policy, >= 0", every, block);
     memset(a, 0, sizeof *a);
     a->chunk = chunk;
     a->B = B;
@@ -209,31 +210,38 @@ void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recomput
     a->has_embedding = m->has_embedding && chunk == 0;
     a->has_head = m->has_head && chunk == s->chunks - 1;
     a->first_unit = m->has_embedding + chunk * s->per_chunk;
-    a->recompute_every = recompute_every;
-    a->selective = selective;
     a->rows_full = (size_t)B * m->T;
     a->rows = s->sp ? a->rows_full / s->tp : a->rows_full;
     size_t R = a->rows, Rf = a->rows_full, C = m->cfg.dim, es = es_of(m);
-    int n = a->n_layers, every = recompute_every;
-    int slots = every ? (every < n ? every : n) : n;
+    int n = a->n_layers;
+    int seg = every ? (every < n ? every : n) : 1;   /* layers in a recomputed segment */
+    int K = every ? n : (block < n ? block : n);     /* layers [0, K) are recomputed */
+    int slots = K ? seg : 0;
+    a->recompute_every = every;
+    a->recompute_block = K;
+    a->selective = selective;
 
     a->tokens = acts_buf(m, a, Rf * sizeof(int));
     a->targets = acts_buf(m, a, Rf * sizeof(int));
     a->targets_host = xcalloc(Rf, sizeof(int));
     a->resid = xcalloc((size_t)n + 1, sizeof *a->resid);
     a->blocks = xcalloc((size_t)n, sizeof *a->blocks);
-    block_acts_t *slot = xcalloc((size_t)slots, sizeof *slot);
-    void **slot_x = xcalloc((size_t)slots, sizeof *slot_x);
+    for (int i = K; i < n; i++) block_alloc(m, a, &a->blocks[i], !selective);
+    block_acts_t *slot = xcalloc((size_t)(slots ? slots : 1), sizeof *slot);
+    void **slot_x = xcalloc((size_t)(slots ? slots : 1), sizeof *slot_x);
     for (int j = 0; j < slots; j++) {
-        block_alloc(m, a, &slot[j], !selective);
-        if (every && j > 0) slot_x[j] = acts_buf(m, a, R * C * es);
+        /* Layer K is the last to go back before any recomputation, so the
+         * block policy refills its buffers instead of holding a slot more. */
+        if (K < n) slot[j] = a->blocks[K];
+        else block_alloc(m, a, &slot[j], !selective);
+        if (j > 0) slot_x[j] = acts_buf(m, a, R * C * es);
     }
     for (int i = 0; i <= n; i++) {
-        int own = i == 0 || i == n || !every || i % every == 0;
-        a->resid[i] = own ? acts_buf(m, a, R * C * es) : slot_x[i % every];
+        int own = i >= K || i % seg == 0;
+        a->resid[i] = own ? acts_buf(m, a, R * C * es) : slot_x[i % seg];
     }
     for (int i = 0; i < n; i++) {
-        a->blocks[i] = slot[every ? i % every : i];
+        if (i < K) a->blocks[i] = slot[i % seg];
         a->blocks[i].x = a->resid[i];
     }
     free(slot);
@@ -247,6 +255,17 @@ void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recomput
         a->lse_host = xmalloc(Rf * sizeof(float));
         a->picked_host = xmalloc(Rf * sizeof(float));
     }
+}
+
+void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
+                     int selective) {
+    if (recompute_every < 0) die("model: recompute_every must be >= 0");
+    acts_init(m, a, chunk, B, recompute_every, 0, selective);
+}
+
+void model_acts_init_block(model_t *m, model_acts_t *a, int chunk, int B, int block, int selective) {
+    if (block < 0) die("model: the block policy's layer count must be >= 0");
+    acts_init(m, a, chunk, B, 0, block, selective);
 }
 
 void model_acts_free(model_t *m, model_acts_t *a) {
@@ -575,10 +594,11 @@ double model_forward(model_t *m, model_acts_t *a) {
     return loss;
 }
 
-/* Backward in segments of recompute_every layers from the top: refill the
- * segment's activations from its checkpointed input (a forward again: the
- * recomputation), then go back through it. The segment's last output is not
- * needed again and goes to scratch. */
+/* Backward from the top, one segment at a time: a recomputed segment is
+ * refilled from its checkpointed input first (a forward again: the
+ * recomputation), and its last output, not needed again, goes to scratch;
+ * the layers that kept everything (from recompute_block on) go back in one
+ * run. */
 void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
     check_seams(m);
     a->recomputed = 0;
@@ -591,10 +611,12 @@ void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
         if (!dy) die("model_backward: a chunk without the head needs the gradient of its output");
         dev_copy(m->d, m->scr.dres, dy, a->rows * m->cfg.dim * es_of(m));
     }
-    int n = a->n_layers, C = a->recompute_every ? a->recompute_every : n;
-    for (int s0 = (n - 1) / C * C; s0 >= 0; s0 -= C) {
-        int s1 = s0 + C < n ? s0 + C : n;
-        if (a->recompute_every) {
+    int n = a->n_layers, K = a->recompute_block;
+    int seg = a->recompute_every ? (a->recompute_every < n ? a->recompute_every : n) : 1;
+    for (int s1 = n, s0; s1 > 0; s1 = s0) {
+        int recompute = s1 - 1 < K;
+        s0 = recompute ? (s1 - 1) / seg * seg : K;
+        if (recompute) {
             for (int j = s0; j < s1; j++) {
                 int u = a->first_unit + j;
                 unit_hooks(m, u, PASS_RECOMPUTE, 0);

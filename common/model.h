@@ -226,6 +226,11 @@ struct model_acts {
                                 layer, recompute the others' activations in backward */
     int selective;           /* keep q, k, v but not the attention output: recompute the
                                 attention core in backward (Korthikanti et al. 2022) */
+    int recompute_block;     /* layers [0, recompute_block) of the chunk are recomputed: all
+                                of them with recompute_every, none without recomputation,
+                                the first K with the block policy (each alone, keeping only
+                                its input; the others keep everything: Megatron's block
+                                method) */
     size_t rows, rows_full;  /* R and Rf */
     int *tokens, *targets;   /* (Rf) device, this rank's tokens, chunk-major */
     int *targets_host;       /* (Rf) */
@@ -311,6 +316,9 @@ void model_add_hook(model_t *m, model_unit_fn before, model_unit_fn after, void 
  * `chunk`, with a recomputation policy (recompute_every 0: none). */
 void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
                      int selective);
+/* The same with the block policy: the chunk's first `block` layers (at most
+ * all of them) recomputed one at a time, the others keeping everything. */
+void model_acts_init_block(model_t *m, model_acts_t *a, int chunk, int B, int block, int selective);
 void model_acts_free(model_t *m, model_acts_t *a);
 /* The micro-batch's tokens: tokens and targets (B, seq) int32 on the host, the
  * WHOLE sequences; this rank's rows are picked (context parallelism) and

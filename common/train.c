@@ -289,7 +289,10 @@ static void trace_after(void *ctx, model_t *m, int unit, model_pass_t pass) {
 void train_model(train_t *tr, int with_params) {
     model_init(&tr->model, &tr->cfg, &tr->shard, tr->mb, tr->dtype, &tr->dev, with_params);
     model_add_hook(&tr->model, trace_before, trace_after, tr);
-    if (tr->mesh.size[AXIS_PP] == 1)   /* pipelines keep their own micro-batches */
+    if (tr->mesh.size[AXIS_PP] > 1) return;   /* pipelines keep their own micro-batches */
+    if (tr->recompute_block)
+        model_acts_init_block(&tr->model, &tr->acts, 0, tr->mb, tr->recompute_block, tr->selective);
+    else
         model_acts_init(&tr->model, &tr->acts, 0, tr->mb, tr->recompute_every, tr->selective);
 }
 
@@ -331,20 +334,23 @@ static void describe(const train_t *tr, ckpt_t *ck) {
 static const char *const shard_field[10] = {"first", "per_chunk", "chunks", "chunk_stride", "tp",
                                              "tp_rank", "sp", "cp", "cp_rank", "cp_balance"};
 
-static void save_checkpoint(train_t *tr, long step) {
+void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
     const train_opts_t *o = &tr->o;
     const optim_t *opt = &tr->opt;
-    double t0 = now_s();
-    char tmp[4200], set[4200], path[4400];
-    ckpt_set_path(tmp, sizeof tmp, o->ckpt_dir, step, 1);
+    s->t0 = now_s();
+    s->step = step;
+    char set[4200];
+    ckpt_set_path(s->tmp, sizeof s->tmp, o->ckpt_dir, step, 1);
     ckpt_set_path(set, sizeof set, o->ckpt_dir, step, 0);
     size_t n = opt->n;
     double part_bytes = tr->part_unique ? CKPT_HEADER_BYTES + 3.0 * n * 4 + 24.0 * opt->npieces + 256 : 0;
-    double total = part_bytes;
-    allreduce_host(&total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "checkpoint size");
-    total += CKPT_HEADER_BYTES;
+    double sums[2] = {part_bytes, tr->part_unique};
+    allreduce_host(sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "checkpoint size");
+    double total = sums[0] + CKPT_HEADER_BYTES;
+    s->bytes = total;
+    s->parts = (int)sums[1];
     if (tr->dist.rank == 0) {
-        ckpt_remove_set(tmp);   /* a stale one from a crash */
+        ckpt_remove_set(s->tmp);   /* a stale one from a crash */
         long long room = ckpt_free_bytes(o->ckpt_dir);
         if (room >= 0 && room < total) {   /* make room: keep one fewer old checkpoint */
             ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
@@ -356,58 +362,87 @@ static void save_checkpoint(train_t *tr, long step) {
         if (room >= 0 && room < total)
             die("not enough space in %s for the checkpoint of step %ld: it needs %.1f MB, %.1f MB "
                 "are free (after removing older checkpoints)", o->ckpt_dir, step, total / 1e6, room / 1e6);
-        if (mkdir(tmp, 0755) != 0) die("cannot create %s: %s", tmp, strerror(errno));
+        if (mkdir(s->tmp, 0755) != 0) die("cannot create %s: %s", s->tmp, strerror(errno));
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    ckpt_t ck;
-    if (tr->part_unique) {
-        float *master = xmalloc(n * sizeof(float)), *m = xmalloc(n * sizeof(float));
-        float *v = xmalloc(n * sizeof(float));
-        int64_t *pieces = xmalloc(sizeof(int64_t) * 3 * (size_t)(opt->npieces ? opt->npieces : 1));
-        dev_to_host(&tr->dev, master, opt->master, n * sizeof(float));
-        dev_to_host(&tr->dev, m, opt->m, n * sizeof(float));
-        dev_to_host(&tr->dev, v, opt->v, n * sizeof(float));
-        for (int p = 0; p < opt->npieces; p++) {
-            pieces[3 * p] = (int64_t)opt->pieces[p].off;
-            pieces[3 * p + 1] = (int64_t)opt->pieces[p].flat;
-            pieces[3 * p + 2] = (int64_t)opt->pieces[p].count;
-        }
-        describe(tr, &ck);
-        ckpt_state_u64(&ck, "step", (uint64_t)step);
-        ckpt_state_u64(&ck, "n", n);
-        ckpt_state_u64(&ck, "npieces", (uint64_t)opt->npieces);
-        const int *sf = &tr->shard.first;
-        for (int i = 0; i < 10; i++) ckpt_state_u64(&ck, shard_field[i], (uint64_t)sf[i]);
-        ckpt_blob(&ck, "master", master, n * sizeof(float));
-        ckpt_blob(&ck, "adam_m", m, n * sizeof(float));
-        ckpt_blob(&ck, "adam_v", v, n * sizeof(float));
-        ckpt_blob(&ck, "pieces", pieces, sizeof(int64_t) * 3 * (size_t)opt->npieces);
-        ckpt_part_path(path, sizeof path, tmp, tr->dist.rank);
-        if (o->crash_in_save == step && tr->dist.rank == 0)
-            ckpt_crash_after_bytes = CKPT_HEADER_BYTES + n * sizeof(float) * 3 / 2;
-        ckpt_save(&ck, path);
-        free(master);
-        free(m);
-        free(v);
-        free(pieces);
+    s->has_part = tr->part_unique;
+    if (!s->has_part) return;
+    if (s->n != n || s->npieces != (size_t)opt->npieces) {
+        free(s->host);
+        free(s->pieces);
+        s->host = xmalloc(3 * n * sizeof(float) + 1);
+        s->pieces = xmalloc(sizeof(int64_t) * 3 * (size_t)(opt->npieces ? opt->npieces : 1));
+        s->n = n;
+        s->npieces = (size_t)opt->npieces;
     }
-    int parts = tr->part_unique;
-    allreduce_host(&parts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, "checkpoint parts");
+    float *master = s->host, *m = s->host + n, *v = s->host + 2 * n;
+    dev_to_host(&tr->dev, master, opt->master, n * sizeof(float));
+    dev_to_host(&tr->dev, m, opt->m, n * sizeof(float));
+    dev_to_host(&tr->dev, v, opt->v, n * sizeof(float));
+    for (int p = 0; p < opt->npieces; p++) {
+        s->pieces[3 * p] = (int64_t)opt->pieces[p].off;
+        s->pieces[3 * p + 1] = (int64_t)opt->pieces[p].flat;
+        s->pieces[3 * p + 2] = (int64_t)opt->pieces[p].count;
+    }
+    ckpt_t *ck = &s->part;
+    describe(tr, ck);
+    ckpt_state_u64(ck, "step", (uint64_t)step);
+    ckpt_state_u64(ck, "n", n);
+    ckpt_state_u64(ck, "npieces", (uint64_t)opt->npieces);
+    const int *sf = &tr->shard.first;
+    for (int i = 0; i < 10; i++) ckpt_state_u64(ck, shard_field[i], (uint64_t)sf[i]);
+    ckpt_blob(ck, "master", master, n * sizeof(float));
+    ckpt_blob(ck, "adam_m", m, n * sizeof(float));
+    ckpt_blob(ck, "adam_v", v, n * sizeof(float));
+    ckpt_blob(ck, "pieces", s->pieces, sizeof(int64_t) * 3 * (size_t)opt->npieces);
+    ckpt_part_path(s->path, sizeof s->path, s->tmp, tr->dist.rank);
+}
+
+void train_ckpt_write(train_t *tr, train_ckpt_t *s) {
+    if (!s->has_part) return;
+    if (tr->o.crash_in_save == s->step && tr->dist.rank == 0)
+        ckpt_crash_after_bytes = CKPT_HEADER_BYTES + s->n * sizeof(float) * 3 / 2;
+    ckpt_save(&s->part, s->path);
+}
+
+void train_ckpt_commit(train_t *tr, train_ckpt_t *s) {
+    const train_opts_t *o = &tr->o;
+    char set[4200], path[4400];
+    ckpt_set_path(set, sizeof set, o->ckpt_dir, s->step, 0);
+    int parts = s->parts;
     if (tr->dist.rank == 0) {
+        ckpt_t ck;
         describe(tr, &ck);
-        ckpt_state_u64(&ck, "step", (uint64_t)step);
-        ckpt_state_u64(&ck, "data_pos", (uint64_t)step * (uint64_t)o->batch);
+        ckpt_state_u64(&ck, "step", (uint64_t)s->step);
+        ckpt_state_u64(&ck, "data_pos", (uint64_t)s->step * (uint64_t)o->batch);
         ckpt_state_u64(&ck, "data_seed", (uint64_t)o->c.seed);
         ckpt_state_u64(&ck, "parts", (uint64_t)parts);
         for (int a = 0; a < AXES; a++) ckpt_state_u64(&ck, axis_name[a], (uint64_t)tr->mesh.size[a]);
-        ckpt_part_path(path, sizeof path, tmp, -1);
+        ckpt_part_path(path, sizeof path, s->tmp, -1);
         ckpt_save(&ck, path);
         ckpt_remove_set(set);   /* an older save of this same step */
-        if (rename(tmp, set) != 0) die("renaming %s to %s: %s", tmp, set, strerror(errno));
+        if (rename(s->tmp, set) != 0) die("renaming %s to %s: %s", s->tmp, set, strerror(errno));
         ckpt_prune(o->ckpt_dir, o->ckpt_keep);
         say("ckpt:    %s (%d part%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s",
-            total / 1e6, (now_s() - t0) * 1e3);
+            s->bytes / 1e6, (now_s() - s->t0) * 1e3);
     }
+}
+
+void train_ckpt_free(train_ckpt_t *s) {
+    free(s->host);
+    free(s->pieces);
+    memset(s, 0, sizeof *s);
+}
+
+static void save_checkpoint(train_t *tr, long step) {
+    train_ckpt_t s = {0};
+    train_ckpt_begin(tr, step, &s);
+    train_ckpt_write(tr, &s);
+    watch_begin("checkpoint parts", "world");   /* every part on disk before the set is complete */
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    watch_end();
+    train_ckpt_commit(tr, &s);
+    train_ckpt_free(&s);
 }
 
 /* Read checkpoint set `step` and rebuild the full master weights and Adam
@@ -704,8 +739,14 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         if (hfu > 1.0)
             die("HFU %.0f%% is impossible: the peak of %.4g TFLOP/s per rank is wrong (pass --peak)",
                 100 * hfu, tr->peak / 1e12);
-        char ub[48], tb[32], bub[48] = "";
+        char ub[48], tb[32], bub[112] = "";
         if (bubble_s >= 0) snprintf(bub, sizeof bub, " | bubble %.1f%%", 100 * bubble_s / secs);
+        if (recompute > 0) {   /* recomputation: the hardware did more than the model asks */
+            char hu[48];
+            size_t nb = strlen(bub);
+            snprintf(bub + nb, sizeof bub - nb, " | HFU %s",
+                     perf_util_str(hu, sizeof hu, (model_flops + recompute) / secs / world, tr->peak));
+        }
         say("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %s tok/s | MFU %s | comm %.2f ms "
             "exposed%s", step, o->steps, loss, lr, norm, ms, train_si(tb, sizeof tb, tok_s),
             perf_util_str(ub, sizeof ub, model_flops / secs / world, tr->peak), exposed_ms, bub);
@@ -729,10 +770,12 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
             tr->sum_bwd += red[7] / world * 1e3;   /* ranks that wait longer compute less */
             tr->sum_opt += (t1 - to) * 1e3;
             tr->sum_bubble += bubble_s >= 0 ? bubble_s * 1e3 : 0;
+            tr->sum_recompute += recompute;
             tr->timed++;
         }
-        if (o->ckpt_dir && ((o->ckpt_every && step % o->ckpt_every == 0) || step == o->steps))
-            save_checkpoint(tr, step);
+        int due = o->ckpt_dir && ((o->ckpt_every && step % o->ckpt_every == 0) || step == o->steps);
+        if (tr->after_step) tr->after_step(tr, tr->after_step_ctx, step, due);
+        else if (due) save_checkpoint(tr, step);
     }
     trace_pause(0);
     trace_write();
@@ -769,10 +812,13 @@ void train_finish(train_t *tr) {
     if (tr->timed > 0) {
         double ms = tr->sum_ms / tr->timed, ex = tr->sum_exposed / tr->timed;
         double flops_s = tr->flops_token * tr->global_tokens / (ms / 1e3) / world;
-        char ub[48], tb[32];
-        say("\nmean of steps %ld-%d: %.1f ms/step (%.1f compute + %.2f exposed comm) | %s tok/s | MFU %s\n",
+        char ub[48], tb[32], hb[64] = "", hu[48];
+        if (tr->sum_recompute > 0)
+            snprintf(hb, sizeof hb, " | HFU %s", perf_util_str(hu, sizeof hu, flops_s + tr->sum_recompute /
+                                                              tr->timed / (ms / 1e3) / world, tr->peak));
+        say("\nmean of steps %ld-%d: %.1f ms/step (%.1f compute + %.2f exposed comm) | %s tok/s | MFU %s%s\n",
             tr->start + 2, tr->o.steps, ms, ms - ex, ex,
-            train_si(tb, sizeof tb, tr->global_tokens / (ms / 1e3)), perf_util_str(ub, sizeof ub, flops_s, tr->peak));
+            train_si(tb, sizeof tb, tr->global_tokens / (ms / 1e3)), perf_util_str(ub, sizeof ub, flops_s, tr->peak), hb);
         double f = tr->sum_fwd / tr->timed, b = tr->sum_bwd / tr->timed, op = tr->sum_opt / tr->timed;
         /* pipelines: idle, waiting on a neighbour; a mean over ranks like the
          * forward, backward and exposed times, so the line adds up to the step */

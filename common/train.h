@@ -35,6 +35,7 @@
 #include <stdio.h>
 
 #include "args.h"
+#include "ckpt.h"
 #include "comm.h"
 #include "data.h"
 #include "device.h"
@@ -99,6 +100,7 @@ struct train {
     model_t model;
     model_acts_t acts;           /* one micro-batch of tr->mb sequences, chunk 0 */
     int recompute_every, selective;   /* policy for tr->acts (set before train_model) */
+    int recompute_block;              /* or the block policy's layer count (model.h) */
     data_t data;
     int mb;                      /* sequences per micro-batch */
     long global_tokens;
@@ -108,6 +110,11 @@ struct train {
     int part_unique;             /* this rank's optimizer part is no copy of another's: it
                                     counts in the gradient norm and writes a checkpoint part.
                                     Default: rank 0 of tr->grad. */
+    /* After each step's log line. When set, it saves the checkpoints itself
+     * (ckpt_due: --ckpt-every or the last step asks for one), with
+     * train_ckpt_begin/write/commit below; NULL: the loop saves them. */
+    void (*after_step)(train_t *tr, void *ctx, long step, int ckpt_due);
+    void *after_step_ctx;
     void (*after_update)(train_t *tr, void *ctx);   /* after each optimizer step (ZeRO) */
     void *after_update_ctx;
     void (*step_note)(train_t *tr, void *ctx);      /* rank 0: appends to the step's log line */
@@ -127,6 +134,7 @@ struct train {
     double sum_ms, sum_exposed, sum_fwd, sum_bwd, sum_opt, sum_bubble;
     int timed;
     double sent_bytes;           /* every communicator's bytes, at the last step's end */
+    double sum_recompute;        /* recomputed FLOPs of the timed steps, every rank's */
 };
 
 /* Shared defaults (a small model that trains in about a minute on a CPU). */
@@ -153,6 +161,36 @@ void train_batch(train_t *tr, long step, int micro, model_acts_t *a);
 void train_run(train_t *tr, train_step_fn step, void *ctx);
 /* Summary, --save-final, and everything freed; MPI finalised. */
 void train_finish(train_t *tr);
+
+/* A checkpoint set in three phases, so that the file writing can go on
+ * while training continues (06_checkpointing's asynchronous checkpoints):
+ *   begin   collective: room on disk, the set's .tmp directory, and this
+ *           rank's part of the state copied to host memory (the snapshot);
+ *           the state may change as soon as it returns;
+ *   write   this rank's part file;
+ *   commit  rank 0 (nothing elsewhere), once every rank's write has
+ *           returned: meta.ckpt and the rename that makes the set
+ *           complete, then pruning.
+ * Write and commit use no MPI, so any thread may run them. The loop's own
+ * save is begin, write, a barrier, commit. A train_ckpt_t starts zeroed and
+ * keeps its host buffers from one save to the next (train_ckpt_free). */
+typedef struct {
+    long step;
+    double t0;                   /* when begin started */
+    double bytes;                /* the whole set on disk */
+    int has_part;                /* this rank writes a part (tr->part_unique) */
+    int parts;                   /* how many ranks do */
+    ckpt_t part;                 /* its description; blobs point into host */
+    char tmp[4200];              /* the set's directory while it is written */
+    char path[4400];             /* the part file in it */
+    float *host;                 /* master, adam m, adam v: 3 x n floats */
+    int64_t *pieces;
+    size_t n, npieces;           /* what host and pieces were allocated for */
+} train_ckpt_t;
+void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s);
+void train_ckpt_write(train_t *tr, train_ckpt_t *s);
+void train_ckpt_commit(train_t *tr, train_ckpt_t *s);
+void train_ckpt_free(train_ckpt_t *s);
 
 /* The full model's fp32 master weights on every rank (host, model_param_count
  * elements; free() it): every part placed and summed over the world. */

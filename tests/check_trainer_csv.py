@@ -12,10 +12,10 @@ step, it recomputes from the step time:
   hfu        >= mfu (recomputation only adds), and neither above 100
   compute_ms = ms - exposed_comm_ms
   ranks      = world
-and checks the log line of the step says the same loss, time, MFU and
-exposed communication as the CSV row. With --ddp it also checks the bytes
-each rank sent: the all-reduce of every gradient once, 2 (N-1)/N x the
-gradient bytes the ddp: line states. Prints what differed; exit 1 if
+and checks the log line of the step says the same loss, time, MFU (and HFU,
+when it prints one) and exposed communication as the CSV row. With --ddp it
+also checks the bytes each rank sent: the all-reduce of every gradient once,
+2 (N-1)/N x the gradient bytes the ddp: line states. Prints what differed; exit 1 if
 anything did.
 """
 import csv
@@ -35,7 +35,7 @@ def main():
     flops_token, world = float(m.group(1)) * 1e6, int(m.group(2))
     steps = {int(s.group(1)): s for s in re.finditer(
         r"^step +(\d+)/\d+ \| loss ([0-9.]+) \| lr \S+ \| norm \S+ \| +([0-9.]+) ms \| \S+ tok/s \| "
-        r"MFU ([0-9.]+)% \| comm ([0-9.]+) ms exposed", log, re.M)}
+        r"MFU ([0-9.]+)% \| comm ([0-9.]+) ms exposed(?: \| bubble [0-9.]+%)?(?: \| HFU ([0-9.]+)%)?", log, re.M)}
     grad_mb = None
     if ddp:
         grad_mb = float(re.search(r"^ddp: .*; ([0-9.]+) MB of gradients per step", log, re.M).group(1))
@@ -72,6 +72,8 @@ def main():
         near("the log's ms", float(s.group(3)), ms, 0, 0.06)
         near("the log's MFU", float(s.group(4)), mfu, 0, 0.06)
         near("the log's exposed comm", float(s.group(5)), float(r["exposed_comm_ms"]), 0, 6e-3)
+        if s.group(6):   # printed when something was recomputed
+            near("the log's HFU", float(s.group(6)), hfu, 0, 0.06)
     print("%d rows checked: tokens %d, %.4g FLOP per token, %d ranks, peak %.3g TFLOP/s%s"
           % (len(rows), tokens, flops_token, world, peak / 1e12,
              ", %.4g MB of gradients all-reduced" % grad_mb if ddp else ""))

@@ -1,6 +1,7 @@
 /* unit_ckpt.c: checkpoint files (common/ckpt.c): round trip, and refusal of
- * every kind of damaged or foreign file; checkpoint sets (one directory per
- * step) under a crash, listed newest first and pruned. */
+ * every kind of damaged or foreign file; atomic save under a crash; the
+ * sets of a checkpoint directory (ckpt.h: one directory per step, complete
+ * once its meta.ckpt is there). */
 #define UNIT_MAIN
 #include "unit.h"
 
@@ -33,10 +34,8 @@ static void describe(ckpt_t *c, fake_t *f, int dim) {
     ckpt_blob(c, "moment", f->m, sizeof f->m);
 }
 
-static void save_one(const char *path, int seed, long step);
-
 static void make_dir(const char *dir) {
-    char err[512] = "";
+    char err[600] = "";
     if (ckpt_make_dir(dir, err, sizeof err) != 0) UNIT_FAIL("%s", err);
 }
 
@@ -45,21 +44,13 @@ static void temp_dir(char *out, size_t len) {
     make_dir(out);
 }
 
-/* A file of its own for the file-level tests. */
-static void step_file(char *out, size_t len, const char *dir, long step) {
-    snprintf(out, len, "%s/step_%08ld.ckpt", dir, step);
-}
-
-/* A complete checkpoint set of `step` in dir: one part and the metadata
- * (ckpt_list counts a set once its meta.ckpt exists). Returns the part's path. */
-static void save_set(char *part, size_t len, const char *dir, long step, int seed) {
-    char set[512], meta[600];
-    ckpt_set_path(set, sizeof set, dir, step, 0);
+/* The meta.ckpt of set `step` in dir (its directory made; tmp: the set
+ * while it is being written). */
+static void step_path(char *out, size_t len, const char *dir, long step, int tmp) {
+    char set[4200];
+    ckpt_set_path(set, sizeof set, dir, step, tmp);
     make_dir(set);
-    ckpt_part_path(part, len, set, 0);
-    save_one(part, seed, step);
-    ckpt_part_path(meta, sizeof meta, set, -1);
-    save_one(meta, seed, step);
+    ckpt_part_path(out, len, set, -1);
 }
 
 /* Remove this process's temporary tree (every test ends with it). */
@@ -107,9 +98,9 @@ static void flip_byte(const char *path, long offset) {
 }
 
 TEST(ckpt_round_trip) {
-    char dir[256], path[512];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
-    step_file(path, sizeof path, dir, 12);
+    step_path(path, sizeof path, dir, 12, 0);
     save_one(path, 3, 12);
     fake_t want, got;
     fill(&want, 3);
@@ -124,16 +115,16 @@ TEST(ckpt_round_trip) {
     EXPECT_EQ_INT(ckpt_get_state(&c, "step"), 12);
     struct stat st;
     EXPECT(stat(path, &st) == 0 && st.st_size % 64 == 0);
-    char tmp[600];
+    char tmp[4500];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     EXPECT(access(tmp, F_OK) != 0);   /* the temporary file was renamed */
     cleanup();
 }
 
 TEST(ckpt_corrupt_byte_refused) {
-    char dir[256], path[512];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
-    step_file(path, sizeof path, dir, 1);
+    step_path(path, sizeof path, dir, 1, 0);
     long where[] = {CKPT_HEADER_BYTES + 17, CKPT_HEADER_BYTES + 4000 + 64 + 5, 60, 2620};
     const char *says[] = {"checksum mismatch in 'weights'", "checksum mismatch in 'moment'",
                           "header checksum", "header checksum"};
@@ -146,9 +137,9 @@ TEST(ckpt_corrupt_byte_refused) {
 }
 
 TEST(ckpt_wrong_config_refused) {
-    char dir[256], path[512];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
-    step_file(path, sizeof path, dir, 1);
+    step_path(path, sizeof path, dir, 1, 0);
     save_one(path, 1, 1);
     expect_refused(path, 128, "was written for dim 64, but this run has dim 128");
     /* A run that describes a setting the file lacks is refused too. */
@@ -163,9 +154,9 @@ TEST(ckpt_wrong_config_refused) {
 }
 
 TEST(ckpt_truncated_refused) {
-    char dir[256], path[512];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
-    step_file(path, sizeof path, dir, 1);
+    step_path(path, sizeof path, dir, 1, 0);
     long sizes[] = {CKPT_HEADER_BYTES + 4000 + 64 + 100, CKPT_HEADER_BYTES, 2000, 3};
     const char *says[] = {"truncated", "truncated", "truncated", "not a checkpoint"};
     for (int k = 0; k < 4; k++) {
@@ -177,7 +168,7 @@ TEST(ckpt_truncated_refused) {
 }
 
 TEST(ckpt_foreign_file_refused) {
-    char dir[256], path[512];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/notes.txt", dir);
     FILE *f = fopen(path, "w");
@@ -190,9 +181,9 @@ TEST(ckpt_foreign_file_refused) {
 }
 
 TEST(ckpt_wrong_blob_size_refused) {
-    char dir[256], path[512];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
-    step_file(path, sizeof path, dir, 1);
+    step_path(path, sizeof path, dir, 1, 0);
     save_one(path, 1, 1);
     static float big[N + 1];
     fake_t f;
@@ -209,16 +200,14 @@ TEST(ckpt_wrong_blob_size_refused) {
 /* A process killed half-way through saving a set leaves the previous set
  * intact and newest; the stale temporary set is ignored, then pruned. */
 TEST(ckpt_crash_mid_save_keeps_previous) {
-    char dir[256], part[600];
+    char dir[256], path[4400];
     temp_dir(dir, sizeof dir);
-    save_set(part, sizeof part, dir, 4, 4);
-    char tmp[512];
-    ckpt_set_path(tmp, sizeof tmp, dir, 8, 1);
-    make_dir(tmp);
+    step_path(path, sizeof path, dir, 4, 0);
+    save_one(path, 4, 4);
     pid_t pid = fork();
     if (pid == 0) {
-        char p8[600];
-        ckpt_part_path(p8, sizeof p8, tmp, 0);
+        char p8[4400];
+        step_path(p8, sizeof p8, dir, 8, 1);
         ckpt_crash_after_bytes = CKPT_HEADER_BYTES + 1000;
         save_one(p8, 8, 8);
         _exit(0);   /* not reached: the save kills the process */
@@ -226,39 +215,48 @@ TEST(ckpt_crash_mid_save_keeps_previous) {
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    long steps[4];
-    int n = ckpt_list(dir, steps, 4);
+    long steps[8];
+    int n = ckpt_list(dir, steps, 8);
     EXPECT_EQ_INT(n, 1);
     EXPECT_EQ_INT(steps[0], 4);
+    char tmp[4200];
+    ckpt_set_path(tmp, sizeof tmp, dir, 8, 1);
     EXPECT(access(tmp, F_OK) == 0);
     fake_t got, want;
     fill(&want, 4);
     char err[512] = "";
-    if (load(part, 64, &got, err, sizeof err) != 0) UNIT_FAIL("previous checkpoint unreadable: %s", err);
+    if (load(path, 64, &got, err, sizeof err) != 0) UNIT_FAIL("previous checkpoint unreadable: %s", err);
     EXPECT(memcmp(got.w, want.w, sizeof got.w) == 0);
     ckpt_prune(dir, 2);
     EXPECT(access(tmp, F_OK) != 0);
+    EXPECT(access(path, F_OK) == 0);
     cleanup();
 }
 
-TEST(ckpt_list_is_newest_first_and_prune_keeps_two) {
-    char dir[256], part[600];
-    snprintf(dir, sizeof dir, "/tmp/unit_ckpt_%d/latest", (int)getpid());
+/* Complete sets are listed newest first; a set without meta.ckpt is not
+ * one; pruning keeps the newest. */
+TEST(ckpt_list_finds_complete_sets_newest_first_and_prune_keeps_two) {
+    char dir[256], path[4400];
+    snprintf(dir, sizeof dir, "/tmp/unit_ckpt_%d/sets", (int)getpid());
     make_dir(dir);
     long got[8];
     EXPECT_EQ_INT(ckpt_list(dir, got, 8), 0);   /* empty: none */
     long steps[] = {3, 12, 100, 7};
-    for (int k = 0; k < 4; k++) save_set(part, sizeof part, dir, steps[k], 1);
+    for (int k = 0; k < 4; k++) {
+        step_path(path, sizeof path, dir, steps[k], 0);
+        save_one(path, 1, steps[k]);
+    }
+    char set[4200];
+    ckpt_set_path(set, sizeof set, dir, 200, 0);   /* no meta.ckpt: incomplete */
+    make_dir(set);
     int n = ckpt_list(dir, got, 8);
     EXPECT_EQ_INT(n, 4);
     long want[] = {100, 12, 7, 3};
-    for (int k = 0; k < n && k < 4; k++)
-        if (got[k] != want[k]) UNIT_FAIL("listed step %ld at %d, expected %ld", got[k], k, want[k]);
+    for (int k = 0; k < n && k < 4; k++) EXPECT_EQ_INT(got[k], want[k]);
     ckpt_prune(dir, 2);
     for (int k = 0; k < 4; k++) {
-        char set[512];
-        ckpt_set_path(set, sizeof set, dir, steps[k], 0);
-        int kept = access(set, F_OK) == 0, keep = steps[k] >= 12;
+        step_path(path, sizeof path, dir, steps[k], 0);
+        int kept = access(path, F_OK) == 0, keep = steps[k] >= 12;
         if (kept != keep) UNIT_FAIL("step %ld: kept %d, expected %d", steps[k], kept, keep);
     }
     cleanup();

@@ -1092,7 +1092,10 @@ TEST(model_micro_batches_accumulate_and_can_be_in_flight_together) {
 
 /* Activation recomputation changes nothing: every policy gives the very
  * gradients of keeping everything (same kernels, same order), holds fewer
- * bytes of activations, and counts the layers it recomputed. */
+ * bytes of activations, and counts the layers it recomputed. Policies:
+ * every C (C = 1 full, 4 not dividing the 6 layers, 6 one segment), the
+ * block method (the first K layers alone), selective, and selective beside
+ * each of the others. */
 TEST(model_recomputation_policies_give_bit_identical_gradients) {
     setup();
     model_config_t c = {17, 16, 6, 4, 2, 0, 24, 6};
@@ -1103,13 +1106,17 @@ TEST(model_recomputation_policies_give_bit_identical_gradients) {
     tiny_batch(&c, B, tok, tg, 6);
     model_t m;
     whole(&m, &c, B, DT_F32, p);
-    const int every[] = {0, 1, 2, 4, 6, 0}, sel[] = {0, 0, 0, 0, 0, 1};
+    const int every[] = {0, 1, 2, 4, 6, 0, 0, 0, 0, 0, 2, 0};
+    const int block[] = {0, 0, 0, 0, 0, 1, 3, 6, 9, 0, 0, 2};
+    const int sel[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+    const int np = (int)(sizeof every / sizeof every[0]);
     float *ref = NULL;
     double lref = 0;
-    size_t bytes0 = 0;
-    for (int k = 0; k < 6; k++) {
+    size_t bytes0 = 0, bytes_full = 0;
+    for (int k = 0; k < np; k++) {
         model_acts_t a;
-        model_acts_init(&m, &a, 0, B, every[k], sel[k]);
+        if (block[k]) model_acts_init_block(&m, &a, 0, B, block[k], sel[k]);
+        else model_acts_init(&m, &a, 0, B, every[k], sel[k]);
         model_zero_grads(&m);
         double l = fwd(&m, &a, tok, tg);
         model_backward(&m, &a, 0.05f, NULL);
@@ -1118,14 +1125,20 @@ TEST(model_recomputation_policies_give_bit_identical_gradients) {
         else {
             size_t bad = 0;
             for (size_t i = 0; i < m.size; i++) bad += g[i] != ref[i];
-            if (bad || l != lref) UNIT_FAIL("every %d selective %d: %zu gradients differ, loss %.17g vs %.17g",
-                                            every[k], sel[k], bad, l, lref);
+            if (bad || l != lref) UNIT_FAIL("every %d block %d selective %d: %zu gradients differ, loss %.17g vs %.17g",
+                                            every[k], block[k], sel[k], bad, l, lref);
             /* one segment of all 6 layers keeps as much as no recomputation */
-            int saves = sel[k] || every[k] < c.layers;
+            int saves = sel[k] || (every[k] && every[k] < c.layers) || block[k];
             if (saves ? !(a.bytes < bytes0) : a.bytes != bytes0)
-                UNIT_FAIL("every %d selective %d: %zu activation bytes against %zu without recomputation",
-                          every[k], sel[k], a.bytes, bytes0);
-            EXPECT_EQ_INT(a.recomputed, every[k] ? c.layers : 0);
+                UNIT_FAIL("every %d block %d selective %d: %zu activation bytes against %zu without recomputation",
+                          every[k], block[k], sel[k], a.bytes, bytes0);
+            int rec = every[k] ? c.layers : block[k] < c.layers ? block[k] : c.layers;
+            EXPECT_EQ_INT(a.recomputed, rec);
+            EXPECT_EQ_INT(a.recompute_block, rec);
+            if (every[k] == 1) bytes_full = a.bytes;
+            /* recomputing every layer alone is every 1 by another name */
+            if (block[k] >= c.layers && !sel[k] && a.bytes != bytes_full)
+                UNIT_FAIL("block %d: %zu activation bytes, every 1 holds %zu", block[k], a.bytes, bytes_full);
             free(g);
         }
         model_acts_free(&m, &a);
