@@ -94,7 +94,8 @@ int main(int argc, char **argv) {
                 tr.global_tokens / (ms / 1e3), tr.dev.threads);
         fclose(b);
     }
-    say("ddp:     %d bucket%s per step\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s");
+    say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
+        tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");
     grad_sync_free(&ddp.gs);
     train_finish(&tr);
     return 0;
