@@ -22,10 +22,8 @@ tok() { [ -s "$scaling" ] && awk -F, -v n="$1" 'NR == 1 { for (i = 1; i <= NF; i
                                               $c["ranks"] == n { print $c["tok_s"] }' "$scaling" | tail -n 1; }
 t1=$(tok 1 || true); t2=$(tok 2 || true); t4=$(tok 4 || true)
 
-awk -v t1="${t1:-0}" -v t2="${t2:-0}" -v t4="${t4:-0}" -v scaling="$scaling" '
-function want(name, value, tol, hint) { order[++n] = name; expect[name] = value; tolerance[name] = tol; hints[name] = hint }
-function num(k) { return (k in given) && given[k] ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
-BEGIN {
+# The expected values; reading and grading the answers is scripts/check_answers.awk.
+program='BEGIN {
     # The default model (03_ddp/ddp --help; MODEL.md): C 192, L 4, H 6, KV 2, hd 32, F 512, V 256.
     C = 192; L = 4; H = 6; KV = 2; hd = 32; F = 512; V = 256
     S = 2 * C + 2 * C * H * hd + 2 * C * KV * hd + 3 * C * F
@@ -57,13 +55,6 @@ BEGIN {
     want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
          "only the last bucket (the embedding) is left after backward")
 }
-{   sub(/#.*/, "")
-    if (!match($0, /^[[:space:]]*[A-Za-z0-9_]+[[:space:]]*=/)) next
-    split($0, kv, "=")
-    name = kv[1]; gsub(/[[:space:]]/, "", name)
-    value = kv[2]; gsub(/[[:space:]]/, "", value)
-    given[name] = value; seen[name] = 1
-}
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))
     measured = t1 + 0 > 0 && t2 + 0 > 0 && t4 + 0 > 0
@@ -71,22 +62,16 @@ END {
         want("ex7_efficiency_2_ranks_percent", 100 * t2 / (2 * t1), 0.02, "tok/s(2) / (2 x tok/s(1)), from " scaling)
         want("ex7_efficiency_4_ranks_percent", 100 * t4 / (4 * t1), 0.02, "tok/s(4) / (4 x tok/s(1)), from " scaling)
     }
-    right = 0
-    for (i = 1; i <= n; i++) {
-        k = order[i]
-        if (!(k in given) || given[k] == "") { printf "  --     %-34s not answered (%s)\n", k, hints[k]; continue }
-        if (!num(k)) { printf "  WRONG  %-34s \"%s\" is not a number\n", k, given[k]; continue }
-        d = (given[k] - expect[k]) / expect[k]
-        if ((d < 0 ? -d : d) <= tolerance[k] + 1e-12) { printf "  ok     %-34s %s\n", k, given[k]; right++ }
-        else printf "  WRONG  %-34s %s is %+.1f%% off (%s)\n", k, given[k], 100 * d, hints[k]
-    }
+    right = grade()
     total = n
     if (!measured) {
         printf "  --     %-34s not checked: no rows for 1, 2 and 4 ranks in %s (bash 03_ddp/sweep_scaling.sh)\n", \
                "ex7_efficiency_*", scaling
         total += 2
     }
-    for (k in seen) if (!(k in expect) && k !~ /^ex7_/) printf "  ?      %-34s not an exercise answer\n", k
+    unknown("^ex7_")
     printf "chapter 03: %d of %d answers right\n", right, total
     exit right == total ? 0 : 1
-}' "$answers"
+}'
+awk -v t1="${t1:-0}" -v t2="${t2:-0}" -v t4="${t4:-0}" -v scaling="$scaling" \
+    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
