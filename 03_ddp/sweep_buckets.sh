@@ -17,14 +17,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-plots/data/ddp_buckets.csv}
 shift || true
-runs=${out%.csv}_runs.csv
 np=${NP:-2}
 sizes=${SIZES:-"0.5 2 4 8 16 32"}
 repeats=${REPEATS:-3}
-export OMPI_MCA_rmaps_base_oversubscribe=1
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-mkdir -p "$(dirname "$out")"
-rm -f "$out" "$runs"
+source 03_ddp/sweep_common.sh
+sweep_begin "$out"
 for r in $(seq "$repeats"); do
     for mb in $sizes; do
         for overlap in on off; do
@@ -37,7 +34,7 @@ for r in $(seq "$repeats"); do
         done
     done
 done
-awk -v keys=bucket_mb,overlap,ranks -v by=step_ms -v extra="cores=$(nproc)" -f 03_ddp/repeats.awk "$runs" > "$out"
+sweep_end bucket_mb,overlap,ranks
 # The table of the README: median run (step = compute + exposed) and the range of the step.
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
                    printf "%8s %8s %8s %28s %16s\n", "bucket", "buckets", "overlap", "median run: step = compute + exposed", "step min-max"; next }

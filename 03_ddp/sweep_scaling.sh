@@ -16,14 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-plots/data/ddp_scaling.csv}
 shift || true
-runs=${out%.csv}_runs.csv
 ranks=${RANKS:-"1 2 4"}
 per_rank=${PER_RANK:-8}
 repeats=${REPEATS:-3}
-export OMPI_MCA_rmaps_base_oversubscribe=1
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-mkdir -p "$(dirname "$out")"
-rm -f "$out" "$runs"
+source 03_ddp/sweep_common.sh
+sweep_begin "$out"
 for r in $(seq "$repeats"); do
     for np in $ranks; do
         line=$(mpirun -np "$np" ./03_ddp/ddp --threads 1 --batch $((per_rank * np)) --steps "${STEPS:-12}" \
@@ -32,7 +29,7 @@ for r in $(seq "$repeats"); do
             "$([ "$np" = 1 ] || echo s)" "$per_rank" "$(echo "$line" | cut -c1-90)"
     done
 done
-awk -v keys=ranks -v by=step_ms -v extra="cores=$(nproc)" -f 03_ddp/repeats.awk "$runs" > "$out"
+sweep_end ranks
 # The table of the README: tokens/s of the median run, its range, and the
 # efficiency against N times the 1-rank median.
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
