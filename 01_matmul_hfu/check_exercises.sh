@@ -45,10 +45,8 @@ if grep -Eq '^[[:space:]]*ex7_cpu_peak_gflops[[:space:]]*=[[:space:]]*[-+0-9.]' 
     [ -n "$peak" ] || peak=0
 fi
 
-awk -v bf16_8k_ms="$bf16_8k_ms" -v fp32_8k_ms="$fp32_8k_ms" \
-    -v w2_m="$w2_m" -v w2_k="$w2_k" -v w2_n="$w2_n" -v w2_ms="$w2_ms" -v peak="$peak" '
-function want(name, value, tol, hint) { order[++n] = name; expect[name] = value; tolerance[name] = tol; hints[name] = hint }
-BEGIN {
+# The expected values; reading and grading the answers is scripts/check_answers.awk.
+program='BEGIN {
     # 1. FLOPs of a square product
     want("ex1_gflop", 2 * 4096^3 / 1e9, 0.005, "2 m n k, in GFLOP (1e9)")
     # 2. The H100 SXM bf16 dense peak, and the per-clock ratio of the units
@@ -70,26 +68,14 @@ BEGIN {
     # 7. This machine: the CPU peak from its cores, clock and FMA units
     if (peak + 0 > 0) want("ex7_cpu_peak_gflops", peak + 0, 0.15, "cores x GHz x FLOP per cycle; within 15% of the measured peak")
 }
-{   sub(/#.*/, "")
-    if (!match($0, /^[[:space:]]*[A-Za-z0-9_]+[[:space:]]*=/)) next
-    split($0, kv, "=")
-    name = kv[1]; gsub(/[[:space:]]/, "", name)
-    value = kv[2]; gsub(/[[:space:]]/, "", value)
-    given[name] = value; seen[name] = 1
-}
 END {
-    right = 0
-    for (i = 1; i <= n; i++) {
-        k = order[i]
-        if (!(k in given) || given[k] == "") { printf "  --     %-32s not answered (%s)\n", k, hints[k]; continue }
-        if (given[k] !~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) { printf "  WRONG  %-32s \"%s\" is not a number\n", k, given[k]; continue }
-        d = (given[k] - expect[k]) / expect[k]
-        if ((d < 0 ? -d : d) <= tolerance[k]) { printf "  ok     %-32s %s\n", k, given[k]; right++ }
-        else printf "  WRONG  %-32s %s is %+.1f%% off (%s)\n", k, given[k], 100 * d, hints[k]
-    }
-    for (k in seen) if (!(k in expect) && k != "ex7_cpu_peak_gflops") printf "  ?      %-32s not an exercise answer\n", k
-    if (!(peak + 0 > 0)) printf "  --     %-32s not answered, or no measured peak to compare (build hfu first)\n", "ex7_cpu_peak_gflops"
+    right = grade()
+    unknown("^ex7_cpu_peak_gflops$")
+    if (!(peak + 0 > 0)) printf "  --     %-34s not answered, or no measured peak to compare (build hfu first)\n", "ex7_cpu_peak_gflops"
     total = n + (peak + 0 > 0 ? 0 : 1)
     printf "chapter 01: %d of %d answers right\n", right, total
     exit right == total ? 0 : 1
-}' "$answers"
+}'
+awk -v bf16_8k_ms="$bf16_8k_ms" -v fp32_8k_ms="$fp32_8k_ms" \
+    -v w2_m="$w2_m" -v w2_k="$w2_k" -v w2_n="$w2_n" -v w2_ms="$w2_ms" -v peak="$peak" \
+    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"

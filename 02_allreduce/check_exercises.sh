@@ -10,16 +10,15 @@
 #   bash 02_allreduce/check_exercises.sh my_answers.txt
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
 answers=${1:-$here/answers.txt}
 if [ ! -f "$answers" ]; then
     echo "error: no answers file $answers: copy 02_allreduce/answers.sample to it and fill it in" >&2
     exit 2
 fi
 
-awk '
-function want(name, value, tol, hint) { order[++n] = name; expect[name] = value; tolerance[name] = tol; hints[name] = hint }
-function num(k) { return (k in given) && given[k] ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
-BEGIN {
+# The expected values; reading and grading the answers is scripts/check_answers.awk.
+program='BEGIN {
     # 1. busbw factor of all-reduce on 8 ranks; GiB a rank sends in a ring all-reduce of 1 GiB
     want("ex1_busbw_factor_8_ranks", 2 * 7 / 8, 0.001, "2(N-1)/N")
     want("ex1_ring_gib_sent_per_rank", 2 * 7 / 8 * 1, 0.001, "2(N-1)/N x X")
@@ -36,33 +35,19 @@ BEGIN {
     want("ex5_ps_ms", 2 * 7 * 1e8 / 1e10 * 1e3, 0.005, "the root moves 2(N-1) X")
     want("ex5_ring_ms", 2 * 7 / 8 * 1e8 / 1e10 * 1e3, 0.005, "each rank moves 2(N-1)/N X")
 }
-{   sub(/#.*/, "")
-    if (!match($0, /^[[:space:]]*[A-Za-z0-9_]+[[:space:]]*=/)) next
-    split($0, kv, "=")
-    name = kv[1]; gsub(/[[:space:]]/, "", name)
-    value = kv[2]; gsub(/[[:space:]]/, "", value)
-    given[name] = value; seen[name] = 1
-}
 END {
     # 6. your machine: the ring all-reduce of 16 MiB on 4 ranks predicted from your alpha and beta
     if (num("ex6_alpha_us") && num("ex6_inv_beta_gbs") && given["ex6_inv_beta_gbs"] > 0)
         want("ex6_ring_16MiB_4_ranks_us", 6 * given["ex6_alpha_us"] + 1.5 * 16777216 / (given["ex6_inv_beta_gbs"] * 1e9) * 1e6,
              0.01, "2(N-1) alpha + 2(N-1)/N X beta, with your alpha and beta")
-    right = 0
-    for (i = 1; i <= n; i++) {
-        k = order[i]
-        if (!(k in given) || given[k] == "") { printf "  --     %-32s not answered (%s)\n", k, hints[k]; continue }
-        if (!num(k)) { printf "  WRONG  %-32s \"%s\" is not a number\n", k, given[k]; continue }
-        d = (given[k] - expect[k]) / expect[k]
-        if ((d < 0 ? -d : d) <= tolerance[k]) { printf "  ok     %-32s %s\n", k, given[k]; right++ }
-        else printf "  WRONG  %-32s %s is %+.1f%% off (%s)\n", k, given[k], 100 * d, hints[k]
-    }
+    right = grade()
     total = n
     if (!("ex6_ring_16MiB_4_ranks_us" in expect)) {
-        printf "  --     %-32s not answered (needs ex6_alpha_us and ex6_inv_beta_gbs from your run)\n", "ex6_ring_16MiB_4_ranks_us"
+        printf "  --     %-34s not answered (needs ex6_alpha_us and ex6_inv_beta_gbs from your run)\n", "ex6_ring_16MiB_4_ranks_us"
         total++
     }
-    for (k in seen) if (!(k in expect) && k !~ /^ex6_/) printf "  ?      %-32s not an exercise answer\n", k
+    unknown("^ex6_")
     printf "chapter 02: %d of %d answers right\n", right, total
     exit right == total ? 0 : 1
-}' "$answers"
+}'
+awk -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"

@@ -141,6 +141,26 @@ learns)  # the loss falls well below the corpus's unigram entropy
     echo "unigram entropy $h nats, loss after 100 steps $loss"
     awk -v l="$loss" -v h="$h" 'BEGIN { exit !(l < h - 1.0) }' || { echo "error: loss not 1 nat below the unigram entropy"; exit 1; }
     ;;
+numbers)  # NP [FLAGS...]: every number the program prints, recomputed from the model's shape
+    # (03_ddp/check_numbers.py): parameters, gradient bytes, buckets, memory
+    # per kind, bytes sent, the bench row. The default model's widths (MB
+    # printed to 2 decimals need megabytes), few tokens.
+    np=$2; shift 2
+    run "$np" "$dir/a.log" --device "$DEV" --threads 1 --seq 16 --batch 12 --steps 3 --csv "$dir/a.csv" \
+        --bench-csv "$dir/bench.csv" "$@"
+    grep -h '^model\|^ddp\|^memory' "$dir/a.log"
+    python3 03_ddp/check_numbers.py "$dir/a.log" "$dir/a.csv" "$dir/bench.csv"
+    ;;
+repeats)  # repeats.awk on made-up runs: 3 repeats of "1,on", 2 of "1,off", 1 of "2,on"
+    printf '%s\n' bucket_mb,overlap,step_ms,compute_ms 1,on,30,20 1,off,50,30 2,on,7,5 1,on,10,9 \
+        1,off,40,35 1,on,20,15 > "$dir/runs.csv"
+    awk -v keys=bucket_mb,overlap -v by=step_ms -v extra=cores=2 -f 03_ddp/repeats.awk "$dir/runs.csv" | tee "$dir/sum.csv"
+    want='bucket_mb,overlap,step_ms,compute_ms,runs,step_ms_min,step_ms_max,cores
+1,on,20,15,3,10,30,2
+1,off,40,35,2,40,50,2
+2,on,7,5,1,7,7,2'
+    [ "$(cat "$dir/sum.csv")" = "$want" ] || { echo "error: expected"; echo "$want"; exit 1; }
+    ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
     # against the CPU's 1-rank run, 6 steps.
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6

@@ -1090,6 +1090,89 @@ TEST(model_micro_batches_accumulate_and_can_be_in_flight_together) {
     model_free(&m);
 }
 
+/* The lecture's worked example of gradient accumulation, on the model: the
+ * loss of a step is the MEAN over all B T tokens of the global batch, and
+ * gradients are linear, so K micro-batches accumulate to the full batch's
+ * gradient exactly when each micro-batch's backward is scaled by
+ * 1 / (tokens of the WHOLE batch), which is what the trainers pass
+ * (tr->loss_scale). Scaling each by its own tokens (the mean loss of the
+ * micro-batch, what a loop calling loss.mean().backward() per micro-batch
+ * does) gives K times the gradient with K equal micro-batches; dividing
+ * that by K repairs it only when the micro-batches hold equal token counts.
+ * Measured here: 2 x 2 sequences and 1 + 3 sequences of a batch of 4. */
+static double rel_diff(const float *a, const float *b, double fa, size_t n) {   /* |fa a - b| / |b| */
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fa * a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / den);
+}
+static double norm_ratio(const float *a, const float *b, size_t n) {   /* |a| / |b| */
+    return sqrt(dot(a, a, n) / dot(b, b, n));
+}
+
+TEST(model_gradient_accumulation_needs_the_global_token_scale) {
+    setup();
+    const int B = 4, T = tiny.seq;
+    model_t m;
+    float *p = xmalloc(model_param_count(&tiny) * 4);
+    model_init_params(p, &tiny, 5);
+    whole(&m, &tiny, B, DT_F32, p);
+    size_t n = m.size;
+    int tok[4 * 5], tg[4 * 5];
+    tiny_batch(&tiny, B, tok, tg, 11);
+    model_acts_t a[5];   /* a[b]: a micro-batch of b sequences */
+    for (int b = 1; b <= B; b++) model_acts_init(&m, &a[b], 0, b, 0, 0);
+
+    /* The reference: the whole batch at once, the mean over its B T tokens. */
+    model_zero_grads(&m);
+    fwd(&m, &a[B], tok, tg);
+    model_backward(&m, &a[B], 1.0f / (B * T), NULL);
+    float *full = grads_of(&m);
+
+    /* Micro-batches of `sizes` sequences, one after the other into the same
+     * gradients; own = 0: each scaled by 1 / (B T), own = 1: by 1 / (its own tokens). */
+    float *acc[2][2];
+    const int split[2][2] = {{2, 2}, {1, 3}};
+    for (int s = 0; s < 2; s++)
+        for (int own = 0; own < 2; own++) {
+            model_zero_grads(&m);
+            for (int k = 0, first = 0; k < 2; first += split[s][k], k++) {
+                int b = split[s][k];
+                fwd(&m, &a[b], tok + first * T, tg + first * T);
+                model_backward(&m, &a[b], own ? 1.0f / (b * T) : 1.0f / (B * T), NULL);
+            }
+            acc[s][own] = grads_of(&m);
+        }
+    const int K = 2;
+    double e_equal = rel_diff(acc[0][0], full, 1, n), e_unequal = rel_diff(acc[1][0], full, 1, n);
+    double r_own = norm_ratio(acc[0][1], full, n), e_own = rel_diff(acc[0][1], full, 1.0 / K, n);
+    double e_own_unequal = rel_diff(acc[1][1], full, 1.0 / K, n);
+    printf("micro-batches   backward scale          |g| / |g_full|   |g/c - g_full| / |g_full|\n");
+    printf("2 + 2 seqs      1 / (B T) (global)      %14.7f   %.2g (c = 1)\n", norm_ratio(acc[0][0], full, n), e_equal);
+    printf("1 + 3 seqs      1 / (B T) (global)      %14.7f   %.2g (c = 1)\n", norm_ratio(acc[1][0], full, n), e_unequal);
+    printf("2 + 2 seqs      1 / (own tokens)        %14.7f   %.2g (c = K = %d)\n", r_own, e_own, K);
+    printf("1 + 3 seqs      1 / (own tokens)        %14.7f   %.2g (c = K = %d)\n",
+           norm_ratio(acc[1][1], full, n), e_own_unequal, K);
+    if (!(e_equal < 1e-5)) UNIT_FAIL("2 + 2 sequences at the global scale differ from the full batch by %.3g", e_equal);
+    if (!(e_unequal < 1e-5)) UNIT_FAIL("1 + 3 sequences at the global scale differ from the full batch by %.3g", e_unequal);
+    /* each micro-batch's mean: the sum is K times the full batch's gradient */
+    if (!(fabs(r_own - K) < 1e-5 * K)) UNIT_FAIL("own-token scale: |g| / |g_full| = %.7g, expected K = %d", r_own, K);
+    if (!(e_own < 1e-5)) UNIT_FAIL("own-token scale divided by K differs from the full batch by %.3g", e_own);
+    /* ...and dividing by K is no repair when the micro-batches differ in size:
+     * the 1-sequence micro-batch's tokens weigh 3 times the others' */
+    if (!(e_own_unequal > 0.01))
+        UNIT_FAIL("1 + 3 sequences, own-token scale / K is only %.3g from the full batch: expected a visible error",
+                  e_own_unequal);
+    for (int s = 0; s < 2; s++) { free(acc[s][0]); free(acc[s][1]); }
+    free(full);
+    free(p);
+    for (int b = 1; b <= B; b++) model_acts_free(&m, &a[b]);
+    model_free(&m);
+}
+
 /* Activation recomputation changes nothing: every policy gives the very
  * gradients of keeping everything (same kernels, same order), holds fewer
  * bytes of activations, and counts the layers it recomputed. Policies:

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# check_exercises.sh [ANSWERS]: checks the numeric answers to chapter 03's
+# exercises (README.md, "Exercises"). ANSWERS (default 03_ddp/answers.txt;
+# start from answers.sample) holds one "name = number" per line; # starts a
+# comment, a blank value is "not yet". Each answer is compared with the value
+# the suite's formulas give for the default model (common/MODEL.md), and the
+# last two with your own plots/data/ddp_scaling.csv. A wrong answer is told
+# how far off it is, not what the answer is. Exit status 0 when every answer
+# is right.
+#   bash 03_ddp/check_exercises.sh my_answers.txt
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+answers=${1:-$here/answers.txt}
+if [ ! -f "$answers" ]; then
+    echo "error: no answers file $answers: copy 03_ddp/answers.sample to it and fill it in" >&2
+    exit 2
+fi
+# Exercise 7 reads your scaling sweep: tokens/s of the median run per rank count.
+scaling=${SCALING_CSV:-$root/plots/data/ddp_scaling.csv}
+tok() { [ -s "$scaling" ] && awk -F, -v n="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                                              $c["ranks"] == n { print $c["tok_s"] }' "$scaling" | tail -n 1; }
+t1=$(tok 1 || true); t2=$(tok 2 || true); t4=$(tok 4 || true)
+
+# The expected values; reading and grading the answers is scripts/check_answers.awk.
+program='BEGIN {
+    # The default model (03_ddp/ddp --help; MODEL.md): C 192, L 4, H 6, KV 2, hd 32, F 512, V 256.
+    C = 192; L = 4; H = 6; KV = 2; hd = 32; F = 512; V = 256
+    S = 2 * C + 2 * C * H * hd + 2 * C * KV * hd + 3 * C * F
+    P = V * C + L * S + C + C * V
+    # 1. parameters; bytes each rank sends per step (ring all-reduce), in MB (1e6)
+    want("ex1_params", P, 0, "V C + L S + C + C V, S from MODEL.md")
+    want("ex1_sent_mb_fp32_4_ranks", 2 * 3 / 4 * 4 * P / 1e6, 0.002, "2(N-1)/N x gradient bytes")
+    want("ex1_sent_mb_bf16_8_ranks", 2 * 7 / 8 * 2 * P / 1e6, 0.002, "2(N-1)/N x gradient bytes, 2 bytes each")
+    # 2. memory per kind of a bf16 run on 2 ranks, MB (1e6)
+    want("ex2_grads_mb", 4 * P / 1e6, 0.002, "fp32 gradients whatever the dtype")
+    want("ex2_optim_mb", 12 * P / 1e6, 0.002, "fp32 master weights and two Adam moments")
+    want("ex2_comm_mb", 2 * P / 1e6, 0.002, "the bf16 copy of the gradients for the wire")
+    want("ex2_bytes_per_param", 20, 0.001, "every kind but the activations, per parameter")
+    # 3. where plain DDP stops on an 80 GB GPU (weights, gradients, optimizer only)
+    want("ex3_max_billion_16_bytes", 80e9 / 16 / 1e9, 0.005, "80 GB / 16 bytes per parameter")
+    want("ex3_max_billion_20_bytes", 80e9 / 20 / 1e9, 0.005, "80 GB / 20 bytes per parameter")
+    want("ex3_405b_gpus_of_state", 405e9 * 20 / 80e9, 0.01, "405e9 x 20 bytes / 80 GB")
+    # 4. accumulation: batch 16 x 128 tokens, 2 ranks, --micro 4
+    want("ex4_scale_denominator", 16 * 128, 0, "backward scale = 1 / (tokens of the global batch)")
+    want("ex4_factor_own_tokens", 2 * 4, 0, "each micro-batch normalised by its own tokens, ranks summed")
+    want("ex4_factor_own_tokens_averaged", 4, 0, "the same, but the all-reduce divides by N (as PyTorch DDP)")
+    # 5. buckets per step of the default model (head, layers 3..0, embedding)
+    want("ex5_buckets_fp32_1mib", 5, 0, "gather units until the bucket holds >= the cap")
+    want("ex5_buckets_fp32_2mib", 3, 0, "gather units until the bucket holds >= the cap")
+    want("ex5_buckets_bf16_1mib", 3, 0, "the cap counts bytes on the wire: 2 per gradient")
+    # 6. exposed communication, fp32 on 8 ranks, alpha 20 us, 10 GB/s links (ring: 2(N-1) steps)
+    a = 20e-6; bw = 10e9
+    want("ex6_one_bucket_ms", (14 * a + 1.75 * 4 * P / bw) * 1e3, 0.01, "2(N-1) alpha + 2(N-1)/N X / bw")
+    want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
+         "only the last bucket (the embedding) is left after backward")
+}
+END {
+    # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))
+    measured = t1 + 0 > 0 && t2 + 0 > 0 && t4 + 0 > 0
+    if (measured) {
+        want("ex7_efficiency_2_ranks_percent", 100 * t2 / (2 * t1), 0.02, "tok/s(2) / (2 x tok/s(1)), from " scaling)
+        want("ex7_efficiency_4_ranks_percent", 100 * t4 / (4 * t1), 0.02, "tok/s(4) / (4 x tok/s(1)), from " scaling)
+    }
+    right = grade()
+    total = n
+    if (!measured) {
+        printf "  --     %-34s not checked: no rows for 1, 2 and 4 ranks in %s (bash 03_ddp/sweep_scaling.sh)\n", \
+               "ex7_efficiency_*", scaling
+        total += 2
+    }
+    unknown("^ex7_")
+    printf "chapter 03: %d of %d answers right\n", right, total
+    exit right == total ? 0 : 1
+}'
+awk -v t1="${t1:-0}" -v t2="${t2:-0}" -v t4="${t4:-0}" -v scaling="$scaling" \
+    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"

@@ -1,0 +1,33 @@
+# check_answers.awk: what an exercise checker needs besides its expected
+# values: reading an answers file of "name = number" lines (# starts a
+# comment, a blank value is "not yet") and grading each answer against its
+# expected value within a relative tolerance. A wrong answer is told how far
+# off it is and the hint, never the value. Used by NN_*/check_exercises.sh as
+#   awk -f scripts/check_answers.awk -f <(the chapter's BEGIN and END) ANSWERS
+# where BEGIN calls want() for every answer and END calls grade(), which
+# prints one line per answer and returns the number right, then unknown().
+function want(name, value, tol, hint) { order[++n] = name; expect[name] = value; tolerance[name] = tol; hints[name] = hint }
+function num(k) { return (k in given) && given[k] ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
+function grade(   i, k, d, right) {
+    right = 0
+    for (i = 1; i <= n; i++) {
+        k = order[i]
+        if (!(k in given) || given[k] == "") { printf "  --     %-34s not answered (%s)\n", k, hints[k]; continue }
+        if (!num(k)) { printf "  WRONG  %-34s \"%s\" is not a number\n", k, given[k]; continue }
+        d = (given[k] - expect[k]) / expect[k]
+        if ((d < 0 ? -d : d) <= tolerance[k] + 1e-12) { printf "  ok     %-34s %s\n", k, given[k]; right++ }
+        else printf "  WRONG  %-34s %s is %+.1f%% off (%s)\n", k, given[k], 100 * d, hints[k]
+    }
+    return right
+}
+# Names in the file that are no exercise's answer (except those matching skip).
+function unknown(skip,   k) {
+    for (k in seen) if (!(k in expect) && (skip == "" || k !~ skip)) printf "  ?      %-34s not an exercise answer\n", k
+}
+{   sub(/#.*/, "")
+    if (!match($0, /^[[:space:]]*[A-Za-z0-9_]+[[:space:]]*=/)) next
+    split($0, kv, "=")
+    name = kv[1]; gsub(/[[:space:]]/, "", name)
+    value = kv[2]; gsub(/[[:space:]]/, "", value)
+    given[name] = value; seen[name] = 1
+}
