@@ -9,7 +9,8 @@
 # found on the PATH or in CUDA_HOME); CUDA_ARCH="80 90" picks GPU targets;
 # SANITIZE=1 builds with AddressSanitizer and UndefinedBehaviorSanitizer;
 # MARCH=x86-64-v3 (default native) builds binaries that also run on the other
-# machines of a cluster, whose CPUs may lack this one's instructions.
+# machines of a cluster, whose CPUs may lack this one's instructions;
+# V=1 prints every compiler command instead of one short line per step.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -27,6 +28,15 @@ CUDA_ARCH ?= 80 90
 SANITIZE ?= 0
 MARCH ?= native
 DEVICE ?= cpu
+V ?= 0
+
+# say(WHAT,FILE): one short line per build step, or nothing with V=1 (which
+# shows the command itself).
+ifeq ($(V),1)
+say =
+else
+say = @printf '  %-5s %s\n' '$(1)' '$(2)';
+endif
 
 MPICC ?= mpicc
 CFLAGS := -std=gnu11 -O3 -march=$(MARCH) -g -Wall -Wextra -Werror=implicit-function-declaration \
@@ -74,19 +84,19 @@ all: $(LIB) $(PROGRAMS) $(TEST_PROGRAMS) $(EMU_TARGETS)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
-	$(MPICC) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(MPICC) $(CFLAGS) -c $< -o $@
 
 $(OBJ)/%.cu.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 $(PROGRAMS) $(TEST_PROGRAMS): $(LIB) $(STAMP)
 	@mkdir -p $(@D)
-	$(MPICC) $(LDFLAGS) $(filter %.o,$^) $(LIB) $(LDLIBS) -o $@
+	$(call say,LD,$@)$(MPICC) $(LDFLAGS) $(filter %.o,$^) $(LIB) $(LDLIBS) -o $@
 
 deps:
 	@bash scripts/install-deps.sh

@@ -32,47 +32,47 @@ emu_objects = $(patsubst %.c,$(EMU)/%.o,$(filter %.c,$(1))) \
 
 $(EMU_REWRITE): tests/cuda_emu/rewrite_shared.cc
 	@mkdir -p $(@D)
-	g++ -std=c++17 -O1 -Wall $< -o $@
+	$(call say,CXX,$@)g++ -std=c++17 -O1 -Wall $< -o $@
 
 $(EMU)/%.cuh: %.cuh $(EMU_REWRITE)
 	@mkdir -p $(@D)
-	$(EMU_REWRITE) $< $@
+	$(call say,GEN,$@)$(EMU_REWRITE) $< $@
 
 $(EMU)/%.cu.cc: %.cu $(EMU_REWRITE)
 	@mkdir -p $(@D)
-	$(EMU_REWRITE) $< $@
+	$(call say,GEN,$@)$(EMU_REWRITE) $< $@
 
 # Keep the rewritten sources (the dependency files name them).
 .PRECIOUS: $(EMU)/%.cu.cc $(EMU)/%.cuh
 
 $(EMU)/%.cu.o: $(EMU)/%.cu.cc $(EMU_CUH)
-	g++ -x c++ $(EMU_CXXFLAGS) -iquote $(dir $*) $(EMU_INC) -c $< -o $@
+	$(call say,EMU,$<)g++ -x c++ $(EMU_CXXFLAGS) -iquote $(dir $*) $(EMU_INC) -c $< -o $@
 
 $(EMU)/%.o: %.c
 	@mkdir -p $(@D)
-	$(MPICC) $(EMU_CFLAGS) -c $< -o $@
+	$(call say,EMU,$<)$(MPICC) $(EMU_CFLAGS) -c $< -o $@
 
 $(EMU)/harness/%.o: tests/cuda_emu/%.cc
 	@mkdir -p $(@D)
-	g++ $(EMU_CXXFLAGS) $(EMU_INC) -c $< -o $@
+	$(call say,EMU,$<)g++ $(EMU_CXXFLAGS) $(EMU_INC) -c $< -o $@
 
 # The scheduler touches no user data: optimised, not instrumented, but it
 # tells AddressSanitizer about its stack switches.
 $(EMU)/harness/emu_threads.o: tests/cuda_emu/emu_threads.cc
 	@mkdir -p $(@D)
-	g++ $(filter-out -O1 $(EMU_SAN),$(EMU_CXXFLAGS)) -O2 -DEMU_ASAN_FIBERS $(EMU_INC) -c $< -o $@
+	$(call say,EMU,$<)g++ $(filter-out -O1 $(EMU_SAN),$(EMU_CXXFLAGS)) -O2 -DEMU_ASAN_FIBERS $(EMU_INC) -c $< -o $@
 
 # emu_mpi.cc defines the program's blocking MPI calls (MPI's profiling
 # interface): the archive comes before -lmpi on the link line, so they win.
 EMU_HARNESS := $(EMU)/libcuda_emu.a
 $(EMU_HARNESS): $(patsubst tests/cuda_emu/%.cc,$(EMU)/harness/%.o,$(wildcard tests/cuda_emu/emu_*.cc))
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 EMU_LIB := $(EMU)/libcommon.a
 $(EMU_LIB): $(call emu_objects,$(wildcard common/*.c common/*.cu))
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 EMU_LINK = g++ $(EMU_SAN) $(filter %.o,$^) $(EMU_LIB) $(EMU_HARNESS) $(EMU_LDLIBS) -o $@
 EMU_TARGETS :=
@@ -82,7 +82,7 @@ EMU_TARGETS :=
 define emu_program
 EMU_TARGETS += $(EMU)/$(1)
 $(EMU)/$(1): $(call emu_objects,$(2)) $(EMU_LIB) $(EMU_HARNESS)
-	$$(EMU_LINK)
+	$$(call say,LD,$$@)$$(EMU_LINK)
 endef
 
 # emu_test(NAME, SOURCES): build/tests/NAME, a test binary on the emulator.
@@ -90,7 +90,7 @@ define emu_test
 EMU_TARGETS += build/tests/$(1)
 build/tests/$(1): $(call emu_objects,$(2)) $(EMU_LIB) $(EMU_HARNESS)
 	@mkdir -p $$(@D)
-	$$(EMU_LINK)
+	$$(call say,LD,$$@)$$(EMU_LINK)
 endef
 
 # ---- the emulator's own tests ------------------------------------------------
