@@ -15,6 +15,26 @@ const char *const recompute_name[4] = {"none", "selective", "full", "block"};
 
 int cost_cluster(cluster_t *c, const char *preset) {
     memset(c, 0, sizeof *c);
+    if (!strcmp(preset, "cpu")) {
+        /* This machine, every rank on one node. The planner fills in the
+         * measured peak (build/cpu_peak) shared by the ranks on the cores;
+         * the fractions below were measured with build/tests/bench_ops at
+         * chapter 03's model (fp32, 1 thread per rank; see the README), the
+         * link with 02_allreduce on 2 ranks over Open MPI's shared memory.
+         * Communication is not hidden: a rank with one thread advances MPI
+         * only inside its calls. */
+        snprintf(c->name, sizeof c->name, "this machine's CPU, ranks on one node");
+        c->mem = 8e9;
+        c->node = 1 << 20;
+        c->intra_bw = c->inter_bw = 2e9;
+        c->intra_lat = c->inter_lat = 20e-6;
+        c->mem_bw = 5e9;
+        c->gemm_eff = 0.34;
+        c->attn_eff = 0.20;
+        c->elementwise = 24;
+        c->mem_headroom = 1.0;
+        return 0;
+    }
     if (strcmp(preset, "h100") != 0) return -1;
     /* H100 SXM nodes of 8 GPUs (Llama 3's training cluster). Measured on one
      * H100 with this suite's tools at Llama 3 405B's per-GPU shapes under TP 8
@@ -102,9 +122,14 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     o->params_gpu = (long long)P;
 
     /* ---- memory ---- */
-    double shard = p->zero >= 1 ? dp : 1;
-    o->mem_weights = p->zero == 3 ? es * P / dp + 2 * es * layer_p : es * P;
-    o->mem_grads = p->zero >= 2 ? 4 * P / dp + 2 * 4 * layer_p : 4 * P;
+    /* Context-parallel ranks hold the same weights and see different tokens
+     * of the same sequences, so their gradients are summed too: the gradient
+     * sync and ZeRO's shards span dp x cp ranks (Megatron's data-and-context
+     * group; Llama 3's FSDP over the same ranks). */
+    const int dpcp = dp * cp;
+    double shard = p->zero >= 1 ? dpcp : 1;
+    o->mem_weights = p->zero == 3 ? es * P / dpcp + 2 * es * layer_p : es * P;
+    o->mem_grads = p->zero >= 2 ? 4 * P / dpcp + 2 * 4 * layer_p : 4 * P;
     o->mem_optim = 12 * P / shard;
     double tokens = (double)p->mbs * c->seq / cp;   /* this rank's tokens of a micro-batch */
     double per_layer = cost_acts_per_layer(c, p, tokens);
@@ -157,10 +182,11 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
         double hide = cl->cp_overlap * 3.5 * attn_fwd / (cl->peak * cl->attn_eff);
         t_cp = stage_layers * fmax(0.0, comm - hide);
     }
-    if (pp > 1) {   /* the stage's output forward, its gradient backward */
+    if (pp > 1) {   /* the stage's output forward, its gradient backward: once per model chunk, so v
+                       times under interleaving (Narayanan et al. 2021, section 2.2) */
         link_of(cl, tp * cp * pp, &bw, &lat);
         double X = tokens * C * es / (p->sp ? tp : 1);
-        t_pp = 2 * (lat + X / bw);
+        t_pp = 2 * (lat + X / bw) * (p->schedule == SCHED_INTERLEAVED ? v : 1);
     }
     double t_micro = t_gemm + t_attn + t_elem + t_rec + t_tp + t_cp + t_pp;
 
@@ -168,11 +194,11 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     double vv = p->schedule == SCHED_INTERLEAVED ? v : 1;
     o->t_bubble = (pp - 1) / vv * t_micro;
     double t_dp = 0;
-    if (dp > 1) {
+    if (dpcp > 1) {   /* over the dp x cp ranks that hold the same weights */
         link_of(cl, N, &bw, &lat);
-        double G = es * P, bus = 2.0 * (dp - 1) / dp * G;   /* all-reduce, or reduce-scatter + all-gather */
-        if (p->zero == 3) bus *= 1.5;                        /* the weights gathered again for backward */
-        t_dp = ring_time(2 * (dp - 1), bus, bw, lat) * (1 - cl->dp_overlap);
+        double G = es * P, bus = 2.0 * (dpcp - 1) / dpcp * G;   /* all-reduce, or reduce-scatter + all-gather */
+        if (p->zero == 3) bus *= 1.5;                            /* the weights gathered again for backward */
+        t_dp = ring_time(2 * (dpcp - 1), bus, bw, lat) * (1 - cl->dp_overlap);
     }
     o->t_optimizer = 30.0 * P / shard / cl->mem_bw;
     o->t_gemm = m * t_gemm;
