@@ -6,6 +6,8 @@
                                         kind from the parameter formulas, the pipeline's
                                         transfers, the step as the sum of its parts, MFU
                                         from the model FLOPs and the step
+    check_plan.py cp TEXT               --llama3-table4's output: row 3's context-parallel
+                                        time is Llama 3's all-gather of K and V, exposed
     check_plan.py plans CSV N           the --csv rows of a search: N plans, in MFU order,
                                         each total the sum of its kinds and within 90% of
                                         80 GB, MFU = TFLOP/s / 989.4
@@ -100,6 +102,23 @@ def evaluate(out, args):
           "(%.2fB parameters, %.1f GB, %.3f s, MFU %.1f%%)" % (P / 1e9, total, parts[0], mfu))
 
 
+def cp_exposed(path):
+    # row 3: tp 8, cp 16, pp 16, seq 131072, one sequence per micro-batch; 8
+    # layers on the fullest stage; K and V of this rank's 8192 tokens, one kv
+    # head per tp rank, bf16: all-gathered forward, again backward with the
+    # gradients reduce-scattered, 3 (cp - 1) blocks per layer over the NIC
+    # (40 GB/s, 10 us), none hidden (Llama 3, section 3.3.2)
+    text = open(path).read()
+    row3 = text[text.index("row 3:"):]
+    m = re.search(r"\+ cp ([0-9.]+) .*\((\d+) micro-batches\)", row3)
+    got, micro = float(m.group(1)), int(m.group(2))
+    kv = 131072 / 16 * 2 * 1 * 128 * 2
+    want = micro * 8 * 3 * (16 - 1) * (10e-6 + kv / 40e9)
+    if abs(got - want) > 0.01 * want + 0.0011:
+        fail(["row 3: exposed cp %.3f s, the all-gathers take %.3f s" % (got, want)])
+    print("row 3: exposed cp %.3f s = the K/V all-gathers and reduce-scatters (%.3f s)" % (got, want))
+
+
 def plans(path, n):
     rows = list(csv.DictReader(open(path)))
     bad = []
@@ -126,6 +145,8 @@ def plans(path, n):
 
 if len(sys.argv) >= 3 and sys.argv[1] == "table4":
     table4(sys.argv[2])
+elif len(sys.argv) == 3 and sys.argv[1] == "cp":
+    cp_exposed(sys.argv[2])
 elif len(sys.argv) == 4 and sys.argv[1] == "plans":
     plans(sys.argv[2], int(sys.argv[3]))
 elif len(sys.argv) == 17 and sys.argv[1] == "eval":
