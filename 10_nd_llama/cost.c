@@ -196,9 +196,17 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     double t_dp = 0;
     if (dpcp > 1) {   /* over the dp x cp ranks that hold the same weights */
         link_of(cl, N, &bw, &lat);
-        double G = es * P, bus = 2.0 * (dpcp - 1) / dpcp * G;   /* all-reduce, or reduce-scatter + all-gather */
-        if (p->zero == 3) bus *= 1.5;                            /* the weights gathered again for backward */
-        t_dp = ring_time(2 * (dpcp - 1), bus, bw, lat) * (1 - cl->dp_overlap);
+        /* One reduce-scatter or all-gather of the stage's weights moves
+         * (n-1)/n of them. DDP and ZeRO-1 keep whole gradients and sync them
+         * once per step (an all-reduce: 2 of them). ZeRO-2 keeps only its
+         * shard of the gradients, so every micro-batch's are reduce-scattered
+         * as backward makes them, and the updated weights gathered once.
+         * ZeRO-3 also drops the weights after use: every micro-batch gathers
+         * them for forward and again for backward (what Llama 3 avoids by
+         * not resharding after forward, section 3.3.2). */
+        double one = (dpcp - 1.0) / dpcp * es * P;
+        double n = p->zero <= 1 ? 2 : p->zero == 2 ? m + 1 : 3.0 * m;
+        t_dp = ring_time((int)n * (dpcp - 1), n * one, bw, lat) * (1 - cl->dp_overlap);
     }
     o->t_optimizer = 30.0 * P / shard / cl->mem_bw;
     o->t_gemm = m * t_gemm;

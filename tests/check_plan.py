@@ -4,7 +4,8 @@
     check_plan.py table4 CSV            predicted MFU of Llama 3's table 4 within 5 points
     check_plan.py eval OUTPUT ARGS...   one --eval plan on the h100 cluster: memory per
                                         kind from the parameter formulas, the pipeline's
-                                        transfers, the step as the sum of its parts, MFU
+                                        and the data-parallel transfers, the step as the
+                                        sum of its parts, MFU
                                         from the model FLOPs and the step
     check_plan.py cp TEXT               --llama3-table4's output: row 3's context-parallel
                                         time is Llama 3's all-gather of K and V, exposed
@@ -85,6 +86,15 @@ def evaluate(out, args):
     chunks = int(plan.group(2)) if plan.group(1) == "interleaved" else 1
     mbs = int(plan.group(3))
     micro = int(re.search(r"\((\d+) micro-batches\)", text).group(1))
+    # the data-parallel traffic over the dp x cp ranks, half of it hidden:
+    # whole gradients synced once (DDP, ZeRO-1: 2 passes of (n-1)/n of the
+    # bf16 weights), ZeRO-2 a reduce-scatter per micro-batch and a gather per
+    # step, ZeRO-3 two gathers and a reduce-scatter per micro-batch
+    if shard > 1:
+        passes = 2 if zero <= 1 else (micro + 1 if zero == 2 else 3 * micro)
+        bw, lat = (360e9, 5e-6) if G <= 8 else (40e9, 10e-6)
+        want = (passes * (shard - 1) * lat + passes * (shard - 1) / shard * 2 * P / bw) * 0.5
+        near("exposed dp (s)", parts[9], want, 0.01, 0.0011)
     if pp > 1:
         bw, lat = (360e9, 5e-6) if tp * cp * pp <= 8 else (40e9, 10e-6)
         X = mbs * T / cp * C * 2 / tp   # bf16, sequence-parallel: a tp-th of the rows
