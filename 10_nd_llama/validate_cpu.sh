@@ -9,7 +9,8 @@
 #   bash 10_nd_llama/validate_cpu.sh [CSV] [REPEATS]
 #
 # CSV (default plots/data/plan_validation.csv) gets one row per run and
-# repeat: run,ranks,tp,pp,dp,predicted_ms,measured_ms,error. The link is
+# repeat: run,ranks,tp,pp,dp,predicted_ms,measured_ms,error,load (the
+# machine's one-minute load average when the run ended). The link is
 # chapter 02's measurement here (MPI all-reduce of MB-sized buffers over
 # shared memory, about 0.15 GB/s bus bandwidth on 2 ranks), given as
 # --intra-gbps; measure yours with
@@ -24,7 +25,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader OMPI_MCA_pml=
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$(dirname "$csv")"
-[ -s "$csv" ] || echo "run,ranks,tp,pp,dp,predicted_ms,measured_ms,error" > "$csv"
+[ -s "$csv" ] || echo "run,ranks,tp,pp,dp,predicted_ms,measured_ms,error,load" > "$csv"
 
 # The model of every run: chapter 03's default shape; steps 2.. are averaged.
 MODEL="--dim 192 --layers 4 --heads 6 --kv-heads 2 --ffn 512 --vocab 256 --seq 128"
@@ -33,8 +34,8 @@ STEPS=8
 
 # calibrate NP LAYERS: bench_ops at this shape, one copy per core the run's
 # NP ranks occupy, all at once (ranks beyond the cores share them: the
-# planner divides the peak for those) -> the means over the copies of
-# "gemm_eff attn_eff mem_gbs"
+# planner divides the peak for those) -> the slowest copy's figures (a
+# synchronous step waits for its slowest rank): "gemm_eff attn_eff mem_gbs"
 calibrate() {
     local dir i n=$1
     [ "$n" -le "$(getconf _NPROCESSORS_ONLN)" ] || n=$(getconf _NPROCESSORS_ONLN)
@@ -59,7 +60,8 @@ calibrate() {
                 attn = (af > 0 && ab > 0) ? (tf + tb) / (tf / af + tb / ab) : 0
                 bytes = 16 * 128 * L * 24 * 4 * (192 + 512)
                 printf "%.4f %.4f %.3f\n", gemm / 100, attn / 100, bytes / (other / 1000) / 1e9 }' "$dir/$i.txt"
-    done | awk '{ g += $1; a += $2; m += $3 } END { printf "%.3f %.3f %.2f\n", g / NR, a / NR, m / NR }'
+    done | awk 'NR == 1 || $1 < g { g = $1 } NR == 1 || $2 < a { a = $2 } NR == 1 || $3 < m { m = $3 }
+                END { printf "%.3f %.3f %.2f\n", g, a, m }'
     rm -rf "$dir"
 }
 
@@ -74,6 +76,8 @@ one() {
     before=$(calibrate "$np" "$layers")
     local meas
     meas=$("$@" 2>&1 | measured)
+    local load
+    load=$(cut -d' ' -f1 /proc/loadavg)
     after=$(calibrate "$np" "$layers")
     read -r ge ae mb < <(echo "$before $after" | awk '{ printf "%.3f %.3f %.2f\n", ($1 + $4) / 2, ($2 + $5) / 2, ($3 + $6) / 2 }')
     local pred
@@ -81,11 +85,11 @@ one() {
            --gemm-eff "$ge" --attn-eff "$ae" --mem-gbs "$mb" --intra-gbps "$LINK_GBPS" --inter-gbps "$LINK_GBPS" \
            --eval "$ev" | sed -n 's/^  step \([0-9.]*\) s = .*/\1/p')
     awk -v n="$name" -v np="$np" -v tp="$tp" -v pp="$pp" -v dp="$dp" -v p="$pred" -v m="$meas" -v ge="$ge" \
-        -v ae="$ae" -v mb="$mb" -v f="$csv" 'BEGIN {
+        -v ae="$ae" -v mb="$mb" -v ld="$load" -v f="$csv" 'BEGIN {
         e = (1000 * p - m) / m
-        printf "%-34s ranks %d  tp %d pp %d dp %d | GEMMs %2.0f%%, attention %2.0f%% of the peak, memory-bound %.1f GB/s | predicted %7.1f ms, measured %7.1f ms (%+.0f%%)\n",
-               n, np, tp, pp, dp, 100 * ge, 100 * ae, mb, 1000 * p, m, 100 * e
-        printf "%s,%d,%d,%d,%d,%.1f,%.1f,%.4f\n", n, np, tp, pp, dp, 1000 * p, m, e >> f }'
+        printf "%-34s ranks %d  tp %d pp %d dp %d | GEMMs %2.0f%%, attention %2.0f%% of the peak, memory-bound %.1f GB/s | predicted %7.1f ms, measured %7.1f ms (%+.0f%%) | load %s\n",
+               n, np, tp, pp, dp, 100 * ge, 100 * ae, mb, 1000 * p, m, 100 * e, ld
+        printf "%s,%d,%d,%d,%d,%.1f,%.1f,%.4f,%s\n", n, np, tp, pp, dp, 1000 * p, m, e, ld >> f }'
 }
 
 for r in $(seq "$repeats"); do
