@@ -10,11 +10,10 @@
 #
 # CSV (default plots/data/plan_validation.csv) gets one row per run and
 # repeat: run,ranks,tp,pp,dp,predicted_ms,measured_ms,error,load (the
-# machine's one-minute load average when the run ended). The link is
-# chapter 02's measurement here (MPI all-reduce of MB-sized buffers over
-# shared memory, about 0.15 GB/s bus bandwidth on 2 ranks), given as
-# --intra-gbps; measure yours with
-#   mpirun -np 2 ./02_allreduce/allreduce --device cpu --algo lib --minbytes 1048576
+# machine's one-minute load average when the run ended),link_gbps. The link
+# is measured around each run too: chapter 02's MPI all-reduce on the run's
+# ranks at its typical message (a 1 MiB gradient bucket, one micro-batch's
+# activations), given to the planner as --intra-gbps with no latency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 csv=${1:-plots/data/plan_validation.csv}
@@ -25,7 +24,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader OMPI_MCA_pml=
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$(dirname "$csv")"
-[ -s "$csv" ] || echo "run,ranks,tp,pp,dp,predicted_ms,measured_ms,error,load" > "$csv"
+[ -s "$csv" ] || echo "run,ranks,tp,pp,dp,predicted_ms,measured_ms,error,load,link_gbps" > "$csv"
 
 # The model of every run: chapter 03's default shape; steps 2.. are averaged.
 MODEL="--dim 192 --layers 4 --heads 6 --kv-heads 2 --ffn 512 --vocab 256 --seq 128"
@@ -65,46 +64,59 @@ calibrate() {
     rm -rf "$dir"
 }
 
+# link NP BYTES: the bus bandwidth (GB/s) of MPI's all-reduce of BYTES on NP
+# ranks now (chapter 02's program): on a loaded machine it includes the
+# waits for a descheduled peer that every collective of the run meets too
+link() {
+    if [ "$1" -lt 2 ]; then echo "$LINK_GBPS"; return; fi
+    mpirun -np "$1" ./02_allreduce/allreduce --device cpu --threads 1 --op allreduce --algo lib --minbytes "$2" \
+        --maxbytes "$2" --iters 10 --warmup 2 --repeat 3 --no-check 2>&1 | awk '$1 ~ /^[0-9]+$/ { print $8 }'
+}
+
 # mean step of a trainer's output, ms
 measured() { sed -n 's/^mean of steps [0-9-]*: *\([0-9.]*\) ms.*/\1/p' | tail -1; }
 
-# one NAME NP TP PP DP LAYERS PLAN_EVAL CMD...
+# one NAME NP TP PP DP LAYERS MESSAGE_BYTES PLAN_EVAL CMD...
 one() {
-    local name=$1 np=$2 tp=$3 pp=$4 dp=$5 layers=$6 ev=$7; shift 7
+    local name=$1 np=$2 tp=$3 pp=$4 dp=$5 layers=$6 msg=$7 ev=$8; shift 8
     # the machine is shared: measure the figures before and after the run, take their means
-    local before after
+    local before after l1 l2
     before=$(calibrate "$np" "$layers")
+    l1=$(link "$np" "$msg")
     local meas
     meas=$("$@" 2>&1 | measured)
     local load
     load=$(cut -d' ' -f1 /proc/loadavg)
     after=$(calibrate "$np" "$layers")
+    l2=$(link "$np" "$msg")
+    local gbps
+    gbps=$(awk -v a="$l1" -v b="$l2" 'BEGIN { printf "%.4f", (a + b) / 2 }')
     read -r ge ae mb < <(echo "$before $after" | awk '{ printf "%.3f %.3f %.2f\n", ($1 + $4) / 2, ($2 + $5) / 2, ($3 + $6) / 2 }')
     local pred
     pred=$(./10_nd_llama/plan --cluster cpu --dtype fp32 $PLAN_MODEL --layers "$layers" --batch 16 --gpus "$np" \
-           --gemm-eff "$ge" --attn-eff "$ae" --mem-gbs "$mb" --intra-gbps "$LINK_GBPS" --inter-gbps "$LINK_GBPS" \
+           --gemm-eff "$ge" --attn-eff "$ae" --mem-gbs "$mb" --intra-gbps "$gbps" --inter-gbps "$gbps" --intra-us 0 --inter-us 0 \
            --eval "$ev" | sed -n 's/^  step \([0-9.]*\) s = .*/\1/p')
     awk -v n="$name" -v np="$np" -v tp="$tp" -v pp="$pp" -v dp="$dp" -v p="$pred" -v m="$meas" -v ge="$ge" \
-        -v ae="$ae" -v mb="$mb" -v ld="$load" -v f="$csv" 'BEGIN {
+        -v ae="$ae" -v mb="$mb" -v ld="$load" -v gb="$gbps" -v f="$csv" 'BEGIN {
         e = (1000 * p - m) / m
-        printf "%-34s ranks %d  tp %d pp %d dp %d | GEMMs %2.0f%%, attention %2.0f%% of the peak, memory-bound %.1f GB/s | predicted %7.1f ms, measured %7.1f ms (%+.0f%%) | load %s\n",
-               n, np, tp, pp, dp, 100 * ge, 100 * ae, mb, 1000 * p, m, 100 * e, ld
-        printf "%s,%d,%d,%d,%d,%.1f,%.1f,%.4f,%s\n", n, np, tp, pp, dp, 1000 * p, m, e, ld >> f }'
+        printf "%-34s ranks %d  tp %d pp %d dp %d | GEMMs %2.0f%%, attention %2.0f%% of the peak, memory-bound %.1f GB/s, link %.2f GB/s | predicted %7.1f ms, measured %7.1f ms (%+.0f%%) | load %s\n",
+               n, np, tp, pp, dp, 100 * ge, 100 * ae, mb, gb, 1000 * p, m, 100 * e, ld
+        printf "%s,%d,%d,%d,%d,%.1f,%.1f,%.4f,%s,%s\n", n, np, tp, pp, dp, 1000 * p, m, e, ld, gb >> f }'
 }
 
 for r in $(seq "$repeats"); do
-    one "03_ddp 1 rank" 1 1 1 1 4 "mbs=16,zero=0" \
+    one "03_ddp 1 rank" 1 1 1 1 4 1048576 "mbs=16,zero=0" \
         ./03_ddp/ddp --device cpu --threads 1 $MODEL --batch 16 --steps $STEPS
-    one "03_ddp 2 ranks" 2 1 1 2 4 "mbs=8,zero=0" \
+    one "03_ddp 2 ranks" 2 1 1 2 4 1048576 "mbs=8,zero=0" \
         mpirun -np 2 ./03_ddp/ddp --device cpu --threads 1 $MODEL --batch 16 --steps $STEPS
-    one "03_ddp 4 ranks" 4 1 1 4 4 "mbs=4,zero=0" \
+    one "03_ddp 4 ranks" 4 1 1 4 4 1048576 "mbs=4,zero=0" \
         mpirun -np 4 ./03_ddp/ddp --device cpu --threads 1 $MODEL --batch 16 --steps $STEPS
-    one "07_pipeline 1f1b 2 stages" 2 1 2 1 8 "pp=2,mbs=2,zero=0,schedule=1f1b" \
+    one "07_pipeline 1f1b 2 stages" 2 1 2 1 8 196608 "pp=2,mbs=2,zero=0,schedule=1f1b" \
         mpirun -np 2 ./07_pipeline/pipeline --device cpu --threads 1 $MODEL --layers 8 --batch 16 --micro 8 \
         --schedule 1f1b --steps $STEPS --replay none
-    one "07_pipeline 1f1b 2 stages x dp 2" 4 1 2 2 8 "pp=2,mbs=2,zero=0,schedule=1f1b" \
+    one "07_pipeline 1f1b 2 stages x dp 2" 4 1 2 2 8 196608 "pp=2,mbs=2,zero=0,schedule=1f1b" \
         mpirun -np 4 ./07_pipeline/pipeline --device cpu --threads 1 $MODEL --layers 8 --batch 16 --micro 4 \
         --schedule 1f1b --dp 2 --steps $STEPS --replay none
-    one "08_tensor_parallel tp 2" 2 2 1 1 4 "tp=2,mbs=16,zero=0,sp=0" \
+    one "08_tensor_parallel tp 2" 2 2 1 1 4 1572864 "tp=2,mbs=16,zero=0,sp=0" \
         mpirun -np 2 ./08_tensor_parallel/tp --device cpu --threads 1 $MODEL --batch 16 --tp 2 --steps $STEPS
 done
