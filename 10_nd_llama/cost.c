@@ -13,51 +13,39 @@
 const char *const sched_name[3] = {"gpipe", "1f1b", "interleaved"};
 const char *const recompute_name[4] = {"none", "selective", "full", "block"};
 
-int cost_cluster(cluster_t *c, const char *preset) {
-    memset(c, 0, sizeof *c);
-    if (!strcmp(preset, "cpu")) {
-        /* This machine, every rank on one node. The planner fills in the
-         * measured peak (build/cpu_peak) shared by the ranks on the cores;
-         * the fractions below were measured with build/tests/bench_ops at
-         * chapter 03's model (fp32, 1 thread per rank; see the README), the
-         * link with 02_allreduce on 2 ranks over Open MPI's shared memory.
-         * Communication is not hidden: a rank with one thread advances MPI
-         * only inside its calls. */
-        snprintf(c->name, sizeof c->name, "this machine's CPU, ranks on one node");
-        c->mem = 8e9;
-        c->node = 1 << 20;
-        c->intra_bw = c->inter_bw = 2e9;
-        c->intra_lat = c->inter_lat = 20e-6;
-        c->mem_bw = 5e9;
-        c->gemm_eff = 0.34;
-        c->attn_eff = 0.20;
-        c->elementwise = 24;
-        c->mem_headroom = 1.0;
-        return 0;
-    }
-    if (strcmp(preset, "h100") != 0) return -1;
+/* The presets, by the name --cluster takes. */
+static const struct { const char *key; cluster_t c; } clusters[] = {
     /* H100 SXM nodes of 8 GPUs (Llama 3's training cluster). Measured on one
      * H100 with this suite's tools at Llama 3 405B's per-GPU shapes under TP 8
      * (shipped in 01_matmul_hfu/reference/h100_llama405b_tp8_shapes.jsonl): bf16 GEMMs
      * 66-80% of the peak, 76% weighted by their FLOPs; causal flash attention
-     * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s. */
-    snprintf(c->name, sizeof c->name, "H100 SXM 80GB, 8 per node");
-    c->peak = 989.4e12;
-    c->mem = 80e9;
-    c->node = 8;
-    c->intra_bw = 360e9;     /* NVLink 4: 450 GB/s each way; a ring all-reduce reaches ~80% */
-    c->intra_lat = 5e-6;
-    c->inter_bw = 40e9;      /* a 400 Gb/s NIC per GPU (50 GB/s), ~80% reached */
-    c->inter_lat = 10e-6;
-    c->mem_bw = 3.0e12;
-    c->gemm_eff = 0.76;
-    c->attn_eff = 0.48;
-    c->dp_overlap = 0.5;
-    c->cp_overlap = 1.0;
-    c->tp_overlap = 0.0;
-    c->elementwise = 24;
-    c->mem_headroom = 0.9;
-    return 0;
+     * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s.
+     * NVLink 4 carries 450 GB/s each way and a ring all-reduce reaches ~80%
+     * of it; a 400 Gb/s NIC per GPU is 50 GB/s, ~80% reached. */
+    {"h100", {.name = "H100 SXM 80GB, 8 per node", .peak = 989.4e12, .mem = 80e9, .node = 8,
+              .intra_bw = 360e9, .intra_lat = 5e-6, .inter_bw = 40e9, .inter_lat = 10e-6, .mem_bw = 3.0e12,
+              .gemm_eff = 0.76, .attn_eff = 0.48, .dp_overlap = 0.5, .cp_overlap = 1.0, .tp_overlap = 0.0,
+              .elementwise = 24, .mem_headroom = 0.9}},
+    /* This machine, every rank on one node. The planner fills in the
+     * measured peak (build/cpu_peak) shared by the ranks on the cores; the
+     * fractions are typical of bench_ops at chapter 03's model (fp32, 1
+     * thread per rank), the link of 02_allreduce on 2 ranks over Open MPI's
+     * shared memory; validate_cpu.sh measures all of them around each run.
+     * Communication is not hidden: a rank with one thread advances MPI only
+     * inside its calls. */
+    {"cpu", {.name = "this machine's CPU, ranks on one node", .mem = 8e9, .node = 1 << 20,
+             .intra_bw = 0.15e9, .intra_lat = 20e-6, .inter_bw = 0.15e9, .inter_lat = 20e-6, .mem_bw = 10e9,
+             .gemm_eff = 0.30, .attn_eff = 0.10, .elementwise = 24, .mem_headroom = 1.0}},
+};
+
+int cost_cluster(cluster_t *c, const char *preset) {
+    for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++)
+        if (!strcmp(preset, clusters[i].key)) {
+            *c = clusters[i].c;
+            return 0;
+        }
+    memset(c, 0, sizeof *c);
+    return -1;
 }
 
 /* The link between ranks that are `stride` apart in the mesh, for a group of

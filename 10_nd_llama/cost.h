@@ -77,8 +77,9 @@ typedef struct {
 
 /* Cluster presets: "h100" (H100 SXM nodes of 8, NVLink, 400 Gb/s per GPU;
  * the figures measured on one H100 at Llama 3 405B's TP-8 shapes), and
- * "this" (this machine: its measured CPU peak, the link model's flags). NULL
- * when unknown. */
+ * "cpu" (this machine, every rank on one node: the caller sets the peak
+ * from the measured CPU peak; the fractions and the link are typical values
+ * the caller's flags replace). Returns 0, or -1 when unknown. */
 int cost_cluster(cluster_t *c, const char *preset);
 
 /* Evaluate one plan for a global batch of `batch` sequences of cfg->seq
