@@ -4,7 +4,7 @@
  *
  * It models the suite's own trainer: its activation layout (common/model.c),
  * fp32 gradients beside bf16 weights, AdamW state of 12 bytes per parameter,
- * the sharded optimizer of ZeRO-1/2/3 over the data-parallel ranks, a
+ * the sharded optimizer of ZeRO-1/2/3 over the dp x cp ranks, a
  * [tp, cp, pp, dp] mesh with tp fastest (so tensor-parallel ranks share a
  * node first, then context-parallel ones), ring algorithms for every
  * collective and alpha-beta links (chapter 02). Every assumption it makes is
