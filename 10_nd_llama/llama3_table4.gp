@@ -22,4 +22,4 @@ plot csv skip 1 using ($1 - 0.17):(100 * $8):xtic(name($2, $3, $4, $5, $6, $7)) 
      csv skip 1 using ($1 + 0.17):(100 * $9) with boxes ls 1 title "predicted (10\\_nd\\_llama/plan)", \
      csv skip 1 using ($1 - 0.17):(100 * $8):(sprintf("%.0f%%", 100 * $8)) with labels offset 0, 0.8 notitle, \
      csv skip 1 using ($1 + 0.17):(100 * $9):(sprintf("%.1f%%", 100 * $9)) with labels offset 0, 0.8 notitle, \
-     csv skip 1 using 1:(100 * $9 + 7):(sprintf("bubble %.0f%% of the step", 100 * $12)) with labels font ",9" tc rgb "#555555" notitle
+     csv skip 1 using 1:(50):(sprintf("predicted bubble: %.0f%% of the step", 100 * $12)) with labels font ",9" tc rgb "#555555" notitle
