@@ -13,31 +13,39 @@
 const char *const sched_name[3] = {"gpipe", "1f1b", "interleaved"};
 const char *const recompute_name[4] = {"none", "selective", "full", "block"};
 
-int cost_cluster(cluster_t *c, const char *preset) {
-    memset(c, 0, sizeof *c);
-    if (strcmp(preset, "h100") != 0) return -1;
+/* The presets, by the name --cluster takes. */
+static const struct { const char *key; cluster_t c; } clusters[] = {
     /* H100 SXM nodes of 8 GPUs (Llama 3's training cluster). Measured on one
      * H100 with this suite's tools at Llama 3 405B's per-GPU shapes under TP 8
      * (shipped in 01_matmul_hfu/reference/h100_llama405b_tp8_shapes.jsonl): bf16 GEMMs
      * 66-80% of the peak, 76% weighted by their FLOPs; causal flash attention
-     * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s. */
-    snprintf(c->name, sizeof c->name, "H100 SXM 80GB, 8 per node");
-    c->peak = 989.4e12;
-    c->mem = 80e9;
-    c->node = 8;
-    c->intra_bw = 360e9;     /* NVLink 4: 450 GB/s each way; a ring all-reduce reaches ~80% */
-    c->intra_lat = 5e-6;
-    c->inter_bw = 40e9;      /* a 400 Gb/s NIC per GPU (50 GB/s), ~80% reached */
-    c->inter_lat = 10e-6;
-    c->mem_bw = 3.0e12;
-    c->gemm_eff = 0.76;
-    c->attn_eff = 0.48;
-    c->dp_overlap = 0.5;
-    c->cp_overlap = 1.0;
-    c->tp_overlap = 0.0;
-    c->elementwise = 24;
-    c->mem_headroom = 0.9;
-    return 0;
+     * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s.
+     * NVLink 4 carries 450 GB/s each way and a ring all-reduce reaches ~80%
+     * of it; a 400 Gb/s NIC per GPU is 50 GB/s, ~80% reached. */
+    {"h100", {.name = "H100 SXM 80GB, 8 per node", .peak = 989.4e12, .mem = 80e9, .node = 8,
+              .intra_bw = 360e9, .intra_lat = 5e-6, .inter_bw = 40e9, .inter_lat = 10e-6, .mem_bw = 3.0e12,
+              .gemm_eff = 0.76, .attn_eff = 0.48, .dp_overlap = 0.5, .cp_overlap = 1.0, .tp_overlap = 0.0,
+              .elementwise = 24, .mem_headroom = 0.9}},
+    /* This machine, every rank on one node. The planner fills in the
+     * measured peak (build/cpu_peak) shared by the ranks on the cores; the
+     * fractions are typical of bench_ops at chapter 03's model (fp32, 1
+     * thread per rank), the link of 02_allreduce on 2 ranks over Open MPI's
+     * shared memory; validate_cpu.sh measures all of them around each run.
+     * Communication is not hidden: a rank with one thread advances MPI only
+     * inside its calls. */
+    {"cpu", {.name = "this machine's CPU, ranks on one node", .mem = 8e9, .node = 1 << 20,
+             .intra_bw = 0.15e9, .intra_lat = 20e-6, .inter_bw = 0.15e9, .inter_lat = 20e-6, .mem_bw = 10e9,
+             .gemm_eff = 0.30, .attn_eff = 0.10, .elementwise = 24, .mem_headroom = 1.0}},
+};
+
+int cost_cluster(cluster_t *c, const char *preset) {
+    for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++)
+        if (!strcmp(preset, clusters[i].key)) {
+            *c = clusters[i].c;
+            return 0;
+        }
+    memset(c, 0, sizeof *c);
+    return -1;
 }
 
 /* The link between ranks that are `stride` apart in the mesh, for a group of
@@ -102,9 +110,14 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     o->params_gpu = (long long)P;
 
     /* ---- memory ---- */
-    double shard = p->zero >= 1 ? dp : 1;
-    o->mem_weights = p->zero == 3 ? es * P / dp + 2 * es * layer_p : es * P;
-    o->mem_grads = p->zero >= 2 ? 4 * P / dp + 2 * 4 * layer_p : 4 * P;
+    /* Context-parallel ranks hold the same weights and see different tokens
+     * of the same sequences, so their gradients are summed too: the gradient
+     * sync and ZeRO's shards span dp x cp ranks (Megatron's data-and-context
+     * group; Llama 3's FSDP over the same ranks). */
+    const int dpcp = dp * cp;
+    double shard = p->zero >= 1 ? dpcp : 1;
+    o->mem_weights = p->zero == 3 ? es * P / dpcp + 2 * es * layer_p : es * P;
+    o->mem_grads = p->zero >= 2 ? 4 * P / dpcp + 2 * 4 * layer_p : 4 * P;
     o->mem_optim = 12 * P / shard;
     double tokens = (double)p->mbs * c->seq / cp;   /* this rank's tokens of a micro-batch */
     double per_layer = cost_acts_per_layer(c, p, tokens);
@@ -157,10 +170,11 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
         double hide = cl->cp_overlap * 3.5 * attn_fwd / (cl->peak * cl->attn_eff);
         t_cp = stage_layers * fmax(0.0, comm - hide);
     }
-    if (pp > 1) {   /* the stage's output forward, its gradient backward */
+    if (pp > 1) {   /* the stage's output forward, its gradient backward: once per model chunk, so v
+                       times under interleaving (Narayanan et al. 2021, section 2.2) */
         link_of(cl, tp * cp * pp, &bw, &lat);
         double X = tokens * C * es / (p->sp ? tp : 1);
-        t_pp = 2 * (lat + X / bw);
+        t_pp = 2 * (lat + X / bw) * (p->schedule == SCHED_INTERLEAVED ? v : 1);
     }
     double t_micro = t_gemm + t_attn + t_elem + t_rec + t_tp + t_cp + t_pp;
 
@@ -168,11 +182,19 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     double vv = p->schedule == SCHED_INTERLEAVED ? v : 1;
     o->t_bubble = (pp - 1) / vv * t_micro;
     double t_dp = 0;
-    if (dp > 1) {
+    if (dpcp > 1) {   /* over the dp x cp ranks that hold the same weights */
         link_of(cl, N, &bw, &lat);
-        double G = es * P, bus = 2.0 * (dp - 1) / dp * G;   /* all-reduce, or reduce-scatter + all-gather */
-        if (p->zero == 3) bus *= 1.5;                        /* the weights gathered again for backward */
-        t_dp = ring_time(2 * (dp - 1), bus, bw, lat) * (1 - cl->dp_overlap);
+        /* One reduce-scatter or all-gather of the stage's weights moves
+         * (n-1)/n of them. DDP and ZeRO-1 keep whole gradients and sync them
+         * once per step (an all-reduce: 2 of them). ZeRO-2 keeps only its
+         * shard of the gradients, so every micro-batch's are reduce-scattered
+         * as backward makes them, and the updated weights gathered once.
+         * ZeRO-3 also drops the weights after use: every micro-batch gathers
+         * them for forward and again for backward (what Llama 3 avoids by
+         * not resharding after forward, section 3.3.2). */
+        double one = (dpcp - 1.0) / dpcp * es * P;
+        double n = p->zero <= 1 ? 2 : p->zero == 2 ? m + 1 : 3.0 * m;
+        t_dp = ring_time((int)n * (dpcp - 1), n * one, bw, lat) * (1 - cl->dp_overlap);
     }
     o->t_optimizer = 30.0 * P / shard / cl->mem_bw;
     o->t_gemm = m * t_gemm;

@@ -4,7 +4,7 @@
  *
  * It models the suite's own trainer: its activation layout (common/model.c),
  * fp32 gradients beside bf16 weights, AdamW state of 12 bytes per parameter,
- * the sharded optimizer of ZeRO-1/2/3 over the data-parallel ranks, a
+ * the sharded optimizer of ZeRO-1/2/3 over the dp x cp ranks, a
  * [tp, cp, pp, dp] mesh with tp fastest (so tensor-parallel ranks share a
  * node first, then context-parallel ones), ring algorithms for every
  * collective and alpha-beta links (chapter 02). Every assumption it makes is
@@ -77,8 +77,9 @@ typedef struct {
 
 /* Cluster presets: "h100" (H100 SXM nodes of 8, NVLink, 400 Gb/s per GPU;
  * the figures measured on one H100 at Llama 3 405B's TP-8 shapes), and
- * "this" (this machine: its measured CPU peak, the link model's flags). NULL
- * when unknown. */
+ * "cpu" (this machine, every rank on one node: the caller sets the peak
+ * from the measured CPU peak; the fractions and the link are typical values
+ * the caller's flags replace). Returns 0, or -1 when unknown. */
 int cost_cluster(cluster_t *c, const char *preset);
 
 /* Evaluate one plan for a global batch of `batch` sequences of cfg->seq

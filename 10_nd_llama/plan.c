@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "check.h"
@@ -37,9 +38,9 @@ static const table4_row_t table4[] = {
 };
 
 static void print_cluster(const cluster_t *c) {
-    printf("cluster: %s: %.1f TFLOP/s bf16, %.0f GB; links %.0f GB/s + %.0f us inside a node, %.0f GB/s + %.0f us "
-           "between nodes; memory %.1f TB/s\n", c->name, c->peak / 1e12, c->mem / 1e9, c->intra_bw / 1e9,
-           c->intra_lat * 1e6, c->inter_bw / 1e9, c->inter_lat * 1e6, c->mem_bw / 1e12);
+    printf("cluster: %s: %.4g TFLOP/s per GPU, %.0f GB; links %.3g GB/s + %.3g us inside a node, %.3g GB/s + %.3g us "
+           "between nodes; memory-bound kernels %.4g GB/s\n", c->name, c->peak / 1e12, c->mem / 1e9, c->intra_bw / 1e9,
+           c->intra_lat * 1e6, c->inter_bw / 1e9, c->inter_lat * 1e6, c->mem_bw / 1e9);
     printf("assumed: GEMMs at %.0f%% of the peak, causal attention (fwd + bwd) at %.0f%%; hidden behind compute: "
            "%.0f%% of the data-parallel, %.0f%% of the context-parallel, %.0f%% of the tensor-parallel "
            "communication; plans use at most %.0f%% of the memory\n", 100 * c->gemm_eff, 100 * c->attn_eff,
@@ -186,9 +187,10 @@ static void parse_eval(const char *s, par_t *p) {
 
 int main(int argc, char **argv) {
     const char *preset = NULL, *cluster_name = "h100", *eval = NULL, *csv = NULL, *attn_flops = "square";
-    int gpus = 0, top = 10, table = 0, seq = 0, node = 0;
+    const char *dtype_name = "bf16";
+    int gpus = 0, top = 10, table = 0, seq = 0, node = 0, batch_seqs = 0;
     double tokens_m = 16, gemm_eff = 0, attn_eff = 0, dp_overlap = -1, tp_overlap = -1, cp_overlap = -1;
-    double intra = 0, inter = 0;
+    double intra = 0, inter = 0, intra_us = -1, inter_us = -1, peak_tf = 0, mem_gbs = 0;
     model_config_t cfg = {0};
     arg_t flags[] = {
         {"preset", ARG_CHOICE, &preset, "the model", "llama3-8b|llama3-70b|llama3-405b", 0, 0},
@@ -201,11 +203,18 @@ int main(int argc, char **argv) {
         {"vocab", ARG_INT, &cfg.vocab, "vocabulary", NULL, 0, 1e7},
         {"seq", ARG_INT, &seq, "tokens per sequence (0: the preset's 8192)", NULL, 0, 1e8},
         {"tokens", ARG_DOUBLE, &tokens_m, "global batch, millions of tokens", NULL, 1e-6, 1e6},
+        {"batch", ARG_INT, &batch_seqs, "or the global batch in sequences (0: from --tokens)", NULL, 0, 1e9},
+        {"dtype", ARG_CHOICE, &dtype_name, "weights and activations (the CPU trainers compute in fp32)", "bf16|fp32", 0, 0},
         {"gpus", ARG_INT, &gpus, "GPUs", NULL, 0, 1e8},
-        {"cluster", ARG_CHOICE, &cluster_name, "GPU and links (the assumptions are printed)", "h100", 0, 0},
+        {"cluster", ARG_CHOICE, &cluster_name, "GPU and links (the assumptions are printed); cpu: this machine, "
+                                               "its measured peak shared by the ranks on its cores", "h100|cpu", 0, 0},
+        {"peak", ARG_DOUBLE, &peak_tf, "override: peak TFLOP/s per GPU (or CPU rank)", NULL, 0, 1e5},
+        {"mem-gbs", ARG_DOUBLE, &mem_gbs, "override: GB/s memory-bound kernels reach", NULL, 0, 1e6},
         {"gpus-per-node", ARG_INT, &node, "override the cluster's GPUs per node", NULL, 0, 1024},
         {"intra-gbps", ARG_DOUBLE, &intra, "override: GB/s per GPU inside a node", NULL, 0, 1e5},
         {"inter-gbps", ARG_DOUBLE, &inter, "override: GB/s per GPU between nodes", NULL, 0, 1e5},
+        {"intra-us", ARG_DOUBLE, &intra_us, "override: latency inside a node, microseconds", NULL, -1, 1e6},
+        {"inter-us", ARG_DOUBLE, &inter_us, "override: latency between nodes, microseconds", NULL, -1, 1e6},
         {"gemm-eff", ARG_DOUBLE, &gemm_eff, "override: share of the peak GEMMs reach", NULL, 0, 1},
         {"attn-eff", ARG_DOUBLE, &attn_eff, "override: share of the peak attention reaches", NULL, 0, 1},
         {"dp-overlap", ARG_DOUBLE, &dp_overlap, "override: share of data-parallel traffic hidden", NULL, -1, 1},
@@ -224,6 +233,18 @@ int main(int argc, char **argv) {
                flags, ARRAY_LEN(flags));
     cluster_t cl;
     cost_cluster(&cl, cluster_name);
+    if (!strcmp(cluster_name, "cpu")) {
+        /* one thread per rank at the measured single-core peak; ranks beyond
+         * the cores share them */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int ranks = gpus > 0 ? gpus : 1;
+        cl.peak = perf_cpu_peak(1)->flops * (ranks > cores ? (double)cores / ranks : 1.0);
+    }
+    if (peak_tf > 0) cl.peak = peak_tf * 1e12;
+    if (mem_gbs > 0) cl.mem_bw = mem_gbs * 1e9;
+    if (intra_us >= 0) cl.intra_lat = intra_us * 1e-6;
+    if (inter_us >= 0) cl.inter_lat = inter_us * 1e-6;
+    const int dtype = strcmp(dtype_name, "fp32") ? 2 : 4;
     if (node) cl.node = node;
     if (intra > 0) cl.intra_bw = intra * 1e9;
     if (inter > 0) cl.inter_bw = inter * 1e9;
@@ -240,6 +261,11 @@ int main(int argc, char **argv) {
         int given = 0;
         for (int i = 1; i < argc; i++) given |= strncmp(argv[i], "--attn-flops", 12) == 0;
         if (!given) cl.causal_credit = 1;
+        /* Llama 3 all-gathers K and V before attention and says the
+         * all-gather is exposed (section 3.3.2): none of it hidden */
+        given = 0;
+        for (int i = 1; i < argc; i++) given |= strncmp(argv[i], "--cp-overlap", 12) == 0;
+        if (!given) cl.cp_overlap = 0;
         model_config_t c = presets[2].cfg;
         print_cluster(&cl);
         printf("model:   Llama 3 405B (126 layers, dim 16384, 128 heads, 8 kv, ffn 53248, vocab 128256); MFU with "
@@ -272,7 +298,7 @@ int main(int argc, char **argv) {
             /* where the published mesh stands among all meshes of this cluster */
             collect_t k = {0};
             search(&c, batch, &cl, t->gpus, 2, collect, &k, 0, 0, 0);
-            typedef struct { int tp, cp, pp; double mfu; } mesh_best_t;
+            typedef struct { int tp, cp, pp; double mfu; } mesh_best_t;   /* each mesh's best plan */
             mesh_best_t mb[512];
             int nm = 0;
             for (int i = 0; i < k.n; i++) {
@@ -281,8 +307,19 @@ int main(int argc, char **argv) {
                 if (j == nm && nm < 512) mb[nm++] = (mesh_best_t){k.p[i].tp, k.p[i].cp, k.p[i].pp, 0};
                 if (j < nm && k.o[i].mfu > mb[j].mfu) mb[j].mfu = k.o[i].mfu;
             }
-            int better = 0;
-            for (int j = 0; j < nm; j++) better += mb[j].mfu > o.mfu + 1e-12;
+            int better = 0, same_cp = 0, better_cp = 0;
+            for (int j = 0; j < nm; j++) {
+                better += mb[j].mfu > o.mfu + 1e-12;
+                same_cp += mb[j].cp == t->cp;
+                better_cp += mb[j].cp == t->cp && mb[j].mfu > o.mfu + 1e-12;
+            }
+            /* the best plan of all, in full, to set beside the published mesh's */
+            int bi = 0;
+            for (int i = 1; i < k.n; i++) if (k.o[i].mfu > k.o[bi].mfu) bi = i;
+            printf("  the best plan of the search:\n");
+            print_plan(&k.p[bi], &k.o[bi], 1);
+            breakdown(&k.o[bi]);
+            printf("  among the %d meshes with cp %d the published one ranks %d\n", same_cp, t->cp, better_cp + 1);
             printf("  among the %d meshes that fit this cluster, the published one ranks %d", nm, better + 1);
             for (int shown = 0, j; shown < 3; shown++) {   /* the three best meshes */
                 int b = -1;
@@ -315,18 +352,19 @@ int main(int argc, char **argv) {
         usage_error("give a --preset, or --dim --layers --heads --kv-heads --ffn --vocab --seq");
     model_config_check(&cfg);
     if (gpus < 1) usage_error("--gpus N: how many GPUs to plan for");
-    long batch = (long)(tokens_m * 1e6 / cfg.seq + 0.5);
+    long batch = batch_seqs ? batch_seqs : (long)(tokens_m * 1e6 / cfg.seq + 0.5);
     if (batch < 1) usage_error("--tokens %.3gM is less than one sequence of %d", tokens_m, cfg.seq);
     print_cluster(&cl);
     printf("model:   dim %d, %d layers, %d heads (%d kv, head dim %d), ffn %d, vocab %d, seq %d | %.2fB parameters\n",
            cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.vocab, cfg.seq,
            model_param_count(&cfg) / 1e9);
-    printf("batch:   %ld sequences = %.2fM tokens on %d GPUs (bf16 weights and activations, fp32 gradients and Adam)\n\n",
-           batch, batch * (double)cfg.seq / 1e6, gpus);
+    printf("batch:   %ld sequences = %.4gM tokens on %d GPUs (%s weights and activations, fp32 gradients and Adam)\n\n",
+           batch, batch * (double)cfg.seq / 1e6, gpus, dtype_name);
 
     if (eval) {
-        par_t p = {1, 1, 1, 0, 1, 0, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, 0, 2};
+        par_t p = {1, 1, 1, 0, 1, -1, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, 0, dtype};
         parse_eval(eval, &p);
+        if (p.sp < 0) p.sp = p.tp > 1;   /* as the search: sequence parallelism whenever tp > 1 */
         if (p.tp < 1 || p.cp < 1 || p.pp < 1 || gpus % (p.tp * p.cp * p.pp))
             usage_error("--eval: tp x cp x pp must divide the %d GPUs", gpus);
         p.dp = gpus / (p.tp * p.cp * p.pp);
@@ -343,7 +381,7 @@ int main(int argc, char **argv) {
     }
 
     collect_t k = {0};
-    search(&cfg, batch, &cl, gpus, 2, collect, &k, 0, 0, 0);
+    search(&cfg, batch, &cl, gpus, dtype, collect, &k, 0, 0, 0);
     /* rank by MFU; selection sort of the top */
     int n = k.n < top ? k.n : top;
     for (int i = 0; i < n; i++) {
