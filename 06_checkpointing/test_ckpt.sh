@@ -89,7 +89,9 @@ shrink)  # NP NP2: a failure at step 7, the restart on NP2 ranks (no spare node)
     run "$np" "$dir/ref.log" "${flags[@]}" --save-final "$dir/ref.bin"
     $SUP --np "$np" --restart-np "$np2" -- "$P" "${flags[@]}" --ckpt-dir "$dir/ckpt" --ckpt-every 3 \
         --fail-at-step 7 --save-final "$dir/b.bin" | tee "$dir/sup.log"
-    grep -q "attempt 1 on $np2 ranks" "$dir/sup.log"
+    # the restart resumes from the checkpoint of step 6, not from the start
+    grep -q "attempt 1 on $np2 ranks: steps 7-12 " "$dir/sup.log" ||
+        { echo "error: attempt 1 did not run steps 7-12 on $np2 ranks"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --tol 1e-5
     ;;
 async-files)  # the checkpoint files of a background save are those of a synchronous one, byte for byte
