@@ -120,8 +120,11 @@ async-crash)  # rank 0 dies half-way through a background write: resume from the
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
 no-progress)  # failures faster than a checkpoint: the supervisor gives up with one line (expects the refusal)
-    exec $SUP --np 2 --stall-attempts 3 -- "$P" "${TINY[@]}" --steps 100000 --ckpt-dir "$dir/ckpt" \
-        --ckpt-every 50000 --fail-every-s 0.05
+    # not exec: the EXIT trap must still remove $dir
+    rc=0
+    $SUP --np 2 --stall-attempts 3 -- "$P" "${TINY[@]}" --steps 100000 --ckpt-dir "$dir/ckpt" \
+        --ckpt-every 50000 --fail-every-s 0.05 || rc=$?
+    exit $rc
     ;;
 goodput-model)  # the program's Young, Daly and goodput figures against an independent computation
     "$P" --goodput-model 0.25,12,1.5 >"$dir/m.txt"
