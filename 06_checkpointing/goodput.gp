@@ -32,7 +32,7 @@ set ylabel "goodput: useful steps' time / wall time"
 set logscale x
 set xrange [X_min / 4 : X_max * 4]
 set yrange [0:1.05]
-set key inside bottom center box opaque maxrows 3
+set key at graph 0.99, graph 0.87 right top box opaque maxcols 1 font ",10"   # where no curve runs: the curves end in the bottom corners
 if (exists("YS_mean")) {
     set arrow 1 from YS_mean, graph 0.3 to YS_mean, graph 1 nohead dt 2 lc rgb "#1f77b4"
     set label 1 sprintf("synchronous: Young %.2f s, Daly %.2f s", YS_mean, DYS_mean) at YS_mean * 1.05, graph 0.97 font ",9" tc rgb "#1f77b4"

@@ -66,6 +66,9 @@ newest() {  # the newest complete checkpoint's step (0: none)
     local best=0 d s
     [ -n "$ckpt_dir" ] || { echo 0; return; }
     for d in "$ckpt_dir"/step_*; do
+        # a set being written is step_N.tmp, and holds meta.ckpt for a moment
+        # before its rename: a failure then leaves it, incomplete
+        case $d in *.tmp) continue ;; esac
         [ -e "$d/meta.ckpt" ] || continue
         s=${d##*/step_}; s=$((10#$s))
         [ "$s" -gt "$best" ] && best=$s

@@ -22,16 +22,19 @@
 #      with the mean time between failures that run saw (a few exponential
 #      draws scatter a lot around their mean).
 # Flags after the CSV name go to every run. Knobs (environment): NP (2),
-# STEPS (100), MTBF (seconds, 2), INTERVALS (steps, "1 4 16"), MODES
-# ("sync async"), SEED (the failures', 2: one whose first eight draws come
-# within 10% of the mean apart, so that one sweep resembles the average; seed
-# 7's first eight come 2.4 times as often as asked).
+# STEPS (100), MTBF (seconds, 4: a restart on this 2-core machine takes
+# 1-2 s when it is loaded, and with failures every 2 s a sweep there once
+# stopped after 8 attempts in a row had failed before their first
+# checkpoint), INTERVALS (steps, "1 4 16"), MODES ("sync async"), SEED
+# (the failures', 2: one whose first eight draws come within 10% of the
+# mean apart, so that one sweep resembles the average; seed 7's first eight
+# come 2.4 times as often as asked).
 #   STEPS=200 MTBF=3 INTERVALS="1 3 10 30" bash 06_checkpointing/sweep_goodput.sh plots/data/goodput.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-plots/data/goodput.csv}
 shift || true
-np=${NP:-2}; steps=${STEPS:-100}; mtbf=${MTBF:-2}; seed=${SEED:-2}
+np=${NP:-2}; steps=${STEPS:-100}; mtbf=${MTBF:-4}; seed=${SEED:-2}
 intervals=${INTERVALS:-"1 4 16"}; modes=${MODES:-"sync async"}
 P=./06_checkpointing/ckpt
 model=(--dim 128 --layers 4 --heads 4 --kv-heads 2 --seq 32 --batch 8 --threads 1 --steps "$steps" "$@")

@@ -89,7 +89,9 @@ shrink)  # NP NP2: a failure at step 7, the restart on NP2 ranks (no spare node)
     run "$np" "$dir/ref.log" "${flags[@]}" --save-final "$dir/ref.bin"
     $SUP --np "$np" --restart-np "$np2" -- "$P" "${flags[@]}" --ckpt-dir "$dir/ckpt" --ckpt-every 3 \
         --fail-at-step 7 --save-final "$dir/b.bin" | tee "$dir/sup.log"
-    grep -q "attempt 1 on $np2 ranks" "$dir/sup.log"
+    # the restart resumes from the checkpoint of step 6, not from the start
+    grep -q "attempt 1 on $np2 ranks: steps 7-12 " "$dir/sup.log" ||
+        { echo "error: attempt 1 did not run steps 7-12 on $np2 ranks"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --tol 1e-5
     ;;
 async-files)  # the checkpoint files of a background save are those of a synchronous one, byte for byte
@@ -118,8 +120,11 @@ async-crash)  # rank 0 dies half-way through a background write: resume from the
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
 no-progress)  # failures faster than a checkpoint: the supervisor gives up with one line (expects the refusal)
-    exec $SUP --np 2 --stall-attempts 3 -- "$P" "${TINY[@]}" --steps 100000 --ckpt-dir "$dir/ckpt" \
-        --ckpt-every 50000 --fail-every-s 0.05
+    # not exec: the EXIT trap must still remove $dir
+    rc=0
+    $SUP --np 2 --stall-attempts 3 -- "$P" "${TINY[@]}" --steps 100000 --ckpt-dir "$dir/ckpt" \
+        --ckpt-every 50000 --fail-every-s 0.05 || rc=$?
+    exit $rc
     ;;
 goodput-model)  # the program's Young, Daly and goodput figures against an independent computation
     "$P" --goodput-model 0.25,12,1.5 >"$dir/m.txt"
