@@ -98,12 +98,20 @@ resume-none)  # --resume with an empty directory starts at step 0 and says so
     grep -q "no checkpoint in $dir/ckpt yet: starting from step 0" "$dir/a.log"
     grep -q '^step     1/3' "$dir/a.log"
     ;;
-corrupt)  # a checkpoint with one flipped byte is refused (the test expects the refusal)
-    run 2 "$dir/a.log" "${TINY[@]}" --steps 4 --ckpt-every 2 --ckpt-dir "$dir/ckpt"
+corrupt)  # one flipped byte in the only checkpoint, resumed with the very same flags:
+    # refused, and for its checksum (any other setting changed on resume would
+    # be refused for that setting, whether the checksum is checked or not)
+    flags=("${TINY[@]}" --steps 4 --ckpt-every 4 --ckpt-dir "$dir/ckpt")
+    run 2 "$dir/a.log" "${flags[@]}"
     f="$dir/ckpt/step_00000004/part_00000.ckpt"
     byte=$(od -An -tu1 -j 20000 -N1 "$f" | tr -d ' ')
     printf "$(printf '\\%03o' $(( (byte + 1) % 256 )))" | dd of="$f" bs=1 seek=20000 conv=notrunc status=none
-    exec mpirun -np 2 "$DDP" "${TINY[@]}" --steps 8 --ckpt-dir "$dir/ckpt" --resume
+    if mpirun -np 2 "$DDP" "${flags[@]}" --resume >"$dir/b.log" 2>&1; then
+        echo "error: a checkpoint with a flipped byte was accepted"; grep '^resume\|^step' "$dir/b.log"; exit 1
+    fi
+    grep -m1 '^error' "$dir/b.log" || { echo "error: refused without an 'error' line"; tail -n 5 "$dir/b.log"; exit 1; }
+    grep -q "step_00000004/part_00000.ckpt is corrupt: checksum mismatch in '" "$dir/b.log" ||
+        { echo "error: the refusal does not name the checksum"; exit 1; }
     ;;
 mismatch)  # a checkpoint of another model is refused (the test expects the refusal)
     run 2 "$dir/a.log" "${TINY[@]}" --steps 2 --ckpt-dir "$dir/ckpt"
