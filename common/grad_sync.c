@@ -165,8 +165,6 @@ static void completed(grad_sync_t *g, grad_bucket_t *b, int index) {
         float *dst = g->shard + g->pieces[b->unit].off;
         op_add(g->dev, DT_F32, dst, recv, dst, per);
         g->slot_busy[b->slot] = -1;
-        b->state = 2;   /* before release, which may start more communication */
-        if (g->release) g->release(g->release_ctx, b->unit);
     }
     b->state = 2;
     if (!trace_on()) return;
@@ -183,6 +181,27 @@ static void completed(grad_sync_t *g, grad_bucket_t *b, int index) {
     snprintf(name, sizeof name, "%s b%d %.2f MB", g->mode == GS_ALLREDUCE ? "allreduce" : "reduce-scatter",
              index, bytes / 1e6);
     trace_span(g->lane_track[lane], name, b->t_launch, t);
+}
+
+/* Reduce-scatter mode: call `release` for every bucket up to index `upto`,
+ * in order, completing any still in flight. Completion itself depends on
+ * timing (whatever progress found done), but release may start more
+ * communication (hybrid sharding's all-reduce across replicas), and NCCL
+ * needs every rank to issue its collectives on different communicators in
+ * the same order, or their kernels wait on each other in a cycle. So release
+ * happens at fixed points: once the bucket `nslots` launches later exists
+ * (the bound would have waited for it then anyway), and at finish. */
+static void release_upto(grad_sync_t *g, int upto) {
+    for (int i = 0; i <= upto && i < g->nbuckets; i++) {
+        grad_bucket_t *b = &g->buckets[i];
+        if (b->state == 3) continue;
+        if (b->state == 1) {
+            comm_wait(g->comm, &b->req);
+            completed(g, b, i);
+        }
+        b->state = 3;
+        if (g->release) g->release(g->release_ctx, b->unit);
+    }
 }
 
 static grad_bucket_t *new_bucket(grad_sync_t *g) {
@@ -225,7 +244,10 @@ static void on_unit_backward(void *ctx, model_t *m, int unit, model_pass_t pass)
         grad_bucket_t *b = new_bucket(g);
         b->unit = unit;
         b->count = per_rank(g, unit);
-        if (g->overlap) launch(g, b);
+        if (g->overlap) {
+            launch(g, b);
+            release_upto(g, g->nbuckets - 1 - g->nslots);
+        }
     } else {
         size_t offset = m->units[unit].offset, count = m->units[unit].count;
         if (g->lo == g->hi) {
@@ -259,10 +281,11 @@ void grad_sync_finish(grad_sync_t *g) {
         for (int i = 0; i < g->nbuckets; i++) launch(g, &g->buckets[i]);
     for (int i = 0; i < g->nbuckets; i++) {
         grad_bucket_t *b = &g->buckets[i];
-        if (b->state == 2) continue;
+        if (b->state >= 2) continue;
         comm_wait(g->comm, &b->req);
         completed(g, b, i);
     }
+    if (g->mode == GS_REDUCE_SCATTER) release_upto(g, g->nbuckets - 1);
     g->exposed_s += dev_timer_stop_ms(&t) / 1e3;
 }
 

@@ -21,7 +21,10 @@
  *     is reduce-scattered as soon as it is ready; rank r receives piece r of
  *     the sum and ADDS it into its shard (grad_sync_pieces gives the layout),
  *     then `release` tells the owner of the unit's gradient buffer that it
- *     may free it. One bucket per unit: the shard layout is per unit. At
+ *     may free it (at points that are the same on every rank, whatever the
+ *     timing: once `max_inflight` later units have launched, or at finish;
+ *     release may start collectives on another communicator, which NCCL
+ *     needs issued in the same order everywhere). One bucket per unit: the shard layout is per unit. At
  *     most `max_inflight` reduce-scatters are in flight at once (0: every
  *     unit's): launching one more first completes the oldest. That bounds
  *     both the receive buffers held here and the unit gradient buffers the
@@ -69,7 +72,7 @@ typedef struct {
                                the unit's piece (count per rank) */
     int unit;               /* reduce-scatter: the unit */
     int slot;               /* reduce-scatter: its receive slot */
-    int state;              /* 0: formed, 1: in flight, 2: done */
+    int state;              /* 0: formed, 1: in flight, 2: done, 3: done and released */
     comm_req_t req;
     double t_launch;        /* for the trace */
 } grad_bucket_t;
