@@ -105,8 +105,11 @@ def check_dry(log, ck):
     c = trainer_log.model(log)
     D, micro, mb = trainer_log.batch(log)
     tokens = int(trainer_log.grab(r"^batch: +\d+ sequences = (\d+) tokens per step", log, "batch").group(1))
-    m = trainer_log.grab(r"^MFU: .* = ([0-9.e+]+) MFLOP per token .* / \((\d+) x peak\)", log, "MFU")
-    flops_token, world = fl(m.group(1)) * 1e6, int(m.group(2))
+    world = int(trainer_log.grab(r"^MFU: .* / \((\d+) x peak\)", log, "MFU").group(1))
+    # model FLOPs per token (common/model.h): 6 x the matmul weights + 12 L H hd T
+    Cd, hd, L = c["dim"], c["hd"], c["layers"]
+    matmul = L * (2 * Cd * c["heads"] * hd + 2 * Cd * c["kv"] * hd + 3 * Cd * c["ffn"]) + c["vocab"] * Cd
+    flops_token = 6 * matmul + 12 * L * c["heads"] * hd * c["seq"]
     mesh = trainer_log.grab(r"^device: .* mesh tp (\d+) x cp (\d+) x pp (\d+) x dp (\d+)", log, "device").groups()
     T, C, P, D = (int(x) for x in mesh)
     z = int(trainer_log.grab(r"^dry run: \S+, zero (\d)", log, "dry run").group(1))
@@ -114,7 +117,7 @@ def check_dry(log, ck):
                       r"+([0-9.]+) +([0-9.]+)$", log, re.M)
     if len(rows) != world:
         sys.exit("error: %d rows in the dry run's table for %d ranks" % (len(rows), world))
-    es, L, N = c["es"], c["layers"], C * D
+    es, N = c["es"], C * D
     ck.header("dry run, per rank (parameters; GB; TFLOP)")
     for r in rows:
         rank, tpi, cpi, ppi = (int(x) for x in r[:4])

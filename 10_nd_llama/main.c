@@ -62,12 +62,14 @@
  * runs; the small ones train on a CPU in seconds. */
 typedef struct {
     const char *name;
-    int dim, layers, heads, kv_heads, ffn, vocab, seq, batch;
+    int dim, layers, heads, kv_heads, ffn, vocab, seq, batch, micro;
 } nd_preset_t;
+/* The 405B preset's batch is one sequence per micro-batch on one replica
+ * (pass --batch and --micro for others). */
 static const nd_preset_t presets[] = {
-    {"llama3-405b", 16384, 126, 128, 8, 53248, 128256, 8192, 2048},
-    {"nd-tiny", 32, 4, 4, 2, 128, 64, 16, 16},
-    {"nd-small", 128, 8, 8, 4, 384, 256, 64, 32},
+    {"llama3-405b", 16384, 126, 128, 8, 53248, 128256, 8192, 16, 16},
+    {"nd-tiny", 32, 4, 4, 2, 128, 32, 16, 16, 4},
+    {"nd-small", 128, 8, 8, 4, 384, 256, 64, 32, 4},
 };
 #define PRESET_CHOICES "llama3-405b|nd-tiny|nd-small"
 
@@ -202,9 +204,9 @@ static void dry_run(train_t *tr, nd_t *p) {
             a[0], a[1] / 1e9, a[2] / 1e9, a[3] / 1e9, a[4] / 1e9, a[5] / 1e9, a[6] / 1e12);
     }
     say("dry run: weights %d bytes, gradients 4, optimizer 12 per parameter (ZeRO-%d over the %d rank%s of "
-        "the context x data group); activations: %d micro-batch%s in flight x cost.h's bytes per layer; "
-        "TFLOP: the model FLOPs of one step / %d ranks\n", es, z, N, N == 1 ? "" : "s", held, held == 1 ? "" : "es",
-        tr->dist.world);
+        "the context x data group); activations: cost.h's bytes per layer x the stage's layers x the "
+        "micro-batches its schedule holds at the peak (1F1B: min(M, P - stage)); TFLOP: the model FLOPs of "
+        "one step / %d ranks\n", es, z, N, N == 1 ? "" : "s", tr->dist.world);
     free(all);
 }
 
@@ -259,7 +261,8 @@ static void apply_preset(train_t *tr, int argc, char **argv) {
             const nd_preset_t *q = &presets[k];
             train_opts_t *o = &tr->o;
             o->dim = q->dim; o->layers = q->layers; o->heads = q->heads; o->kv_heads = q->kv_heads;
-            o->ffn = q->ffn; o->vocab = q->vocab; o->seq = q->seq; o->batch = q->batch; o->head_dim = 0;
+            o->ffn = q->ffn; o->vocab = q->vocab; o->seq = q->seq; o->batch = q->batch; o->micro = q->micro;
+            o->head_dim = 0;
         }
 }
 

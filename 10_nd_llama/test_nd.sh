@@ -41,7 +41,7 @@ resume)  # NP1 "MESH1" NP2 "MESH2": 6 steps saved on mesh 1, resumed from step 3
     run "$np2" "$dir/b.log" "${TINY[@]}" --steps 6 "${m2[@]}" --ckpt-dir "$dir/ckpt" --resume --save-final "$dir/b.bin"
     grep '^resume\|^nd:' "$dir/b.log"
     grep '^step' "$dir/b.log" | head -n 1
-    grep -q '^step +4/6' "$dir/b.log" || { echo "error: the resumed run did not start at step 4"; exit 1; }
+    grep -Eq '^step +4/6' "$dir/b.log" || { echo "error: the resumed run did not start at step 4"; exit 1; }
     ./build/tests/compare "$dir/b.bin" "$dir/ref.bin" --tol 1e-5
     ;;
 dry-run)  # NP "MESH FLAGS" [FLAGS...]: the table of a dry run, checked against the shard arithmetic
