@@ -6,7 +6,8 @@
 
 A training run: each step's note (the exposed communication of tp, cp and dp)
 adds up to the step's exposed communication; the means of the notes over the
-timed steps are the "cause" line's; the causes add up to the step time and
+timed steps are the "cause" line's; the causes add up to the step time (none
+counted twice: what is left over is not negative) and
 agree with the shared loop's "mean of steps" and "time" lines; each share is
 its part of the step; the bytes per axis add up to their total, which is the
 CSV's sent_mb of the last step; and the pipeline's bytes equal 2 M (P V - 1)
@@ -46,6 +47,9 @@ def check_run(log, csv_path, ck):
     ck.header("the causes (ms)")
     ck.same("compute = forward + backward", comp, fwd + bwd, 0.011)
     ck.same("the causes add up to the step", comp + tp + cp + dp + bub + opt + other, ms, 0.05)
+    # "other" is what no cause claims: below zero, some time was counted twice
+    # (a seam's blocking time both in compute and in its axis)
+    ck.same("other is not negative", max(other, 0.0), other, 0.05)
     timed = [s for s in steps if first <= int(s[0]) <= last]
     n = len(timed)
     for i, name, v in ((3, "tp", tp), (4, "cp", cp), (5, "dp", dp)):
