@@ -237,11 +237,17 @@ static void summary(train_t *tr, nd_t *p) {
     if (p->bench_csv && tr->dist.rank == 0) {
         double fl = tr->flops_token * tr->global_tokens / (ms / 1e3) / W;
         double hf = fl + tr->sum_recompute / tr->timed / (ms / 1e3) / W;
-        char cfg[64];
-        snprintf(cfg, sizeof cfg, "tp%d cp%d pp%d dp%d", p->tp, p->cp, p->pp, tr->dp);
+        char cfg[96];
+        int n = snprintf(cfg, sizeof cfg, "tp%d cp%d pp%d dp%d", p->tp, p->cp, p->pp, tr->dp);
+        if (p->fo.zero) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " zero%d", p->fo.zero);
+        if (p->sp) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " sp");
+        if (p->cp > 1 && p->algo == CP_ULYSSES) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " ulysses");
+        if (p->pp > 1 && strcmp(p->schedule, "1f1b")) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " %s", p->schedule);
+        if (strcmp(p->policy.name, "none")) snprintf(cfg + n, sizeof cfg - (size_t)n, " rc %s", p->policy.name);
         FILE *o = csv_open(p->bench_csv, BENCH_HEADER);
         fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
-                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->schedule, tr->o.micro, p->s.V,
+                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->fo.zero ? "none" : p->schedule,
+                tr->o.micro, p->s.V,
                 p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
                 tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
                 ax[NX_DP], f + b, op, tr->global_tokens / (ms / 1e3));
