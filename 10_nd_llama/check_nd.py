@@ -116,7 +116,7 @@ def check_dry(log, ck):
     flops_token = 6 * matmul + 12 * L * c["heads"] * hd * c["seq"]
     mesh = trainer_log.grab(r"^device: .* mesh tp (\d+) x cp (\d+) x pp (\d+) x dp (\d+)", log, "device").groups()
     T, C, P, D = (int(x) for x in mesh)
-    z = int(trainer_log.grab(r"^dry run: \S+, zero (\d)", log, "dry run").group(1))
+    z = int(trainer_log.grab(r"^dry run: .*, zero (\d)", log, "dry run").group(1))
     rows = re.findall(r"^ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) "
                       r"+([0-9.]+) +([0-9.]+)$", log, re.M)
     if len(rows) != world:

@@ -194,7 +194,7 @@ static void dry_run(train_t *tr, nd_t *p) {
     double *all = tr->dist.rank == 0 ? xmalloc(sizeof mine * (size_t)tr->dist.world) : NULL;
     MPI_CHECK(MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     say("dry run: %s, zero %d, %d micro-batch%s of %d sequence%s per step and replica; per rank "
-        "(no model allocated):\n", p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
+        "(no model allocated):\n", z ? "one micro-batch at a time" : p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
     say("  %5s %3s %3s %3s %3s %14s %10s %10s %10s %10s %10s %10s\n", "rank", "tp", "cp", "pp", "dp", "params",
         "weights_GB", "grads_GB", "optim_GB", "acts_GB", "total_GB", "TFLOP");
     for (int r = 0; r < tr->dist.world && all; r++) {
