@@ -26,7 +26,8 @@
  *      their own sequences. --zero 0 all-reduces them in buckets as each
  *      stage's last backward finishes (common/grad_sync.c); --zero 1|2|3
  *      shards the optimizer state, gradients and weights over that group
- *      (04_fsdp/fsdp.c, pipeline depth 1 only);
+ *      (04_fsdp/fsdp.c): ZeRO-1 inside a pipeline too (its reduce-scatters
+ *      after each stage's last backward), ZeRO-2 and 3 with one stage;
  *   6. blocks the tp ranks share but of which each computed a part (norm
  *      gains under --sp, kv heads shared by several ranks) are summed over
  *      the tensor-parallel communicator (tp_reduce_replicated_grads).
@@ -135,10 +136,11 @@ static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     double tp0 = p->tp > 1 ? p->t.st.comm_s : 0, cp0 = p->cp > 1 ? p->c.st.comm_s : 0;
     recompute_meter_t before = p->meter;
     p->seam[0] = p->seam[1] = 0;
-    if (p->fo.zero) {
+    if (p->fo.zero && p->pp == 1) {
         fsdp_step(tr, &p->f, step, st);
         if (!model_counts_loss(m)) st->loss = 0;   /* the tp ranks all computed the same sum */
     } else {
+        if (p->fo.zero) fsdp_step_begin(&p->f);   /* ZeRO-1 in a pipeline: its gradients zeroed */
         pipe_exec_step(&p->e, tr, step, st);
         if (p->pp == 1) st->bubble_s = -1;        /* one stage: no pipeline, no bubble */
     }
@@ -194,7 +196,7 @@ static void dry_run(train_t *tr, nd_t *p) {
     double *all = tr->dist.rank == 0 ? xmalloc(sizeof mine * (size_t)tr->dist.world) : NULL;
     MPI_CHECK(MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     say("dry run: %s, zero %d, %d micro-batch%s of %d sequence%s per step and replica; per rank "
-        "(no model allocated):\n", z ? "one micro-batch at a time" : p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
+        "(no model allocated):\n", z && P == 1 ? "one micro-batch at a time" : p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
     say("  %5s %3s %3s %3s %3s %14s %10s %10s %10s %10s %10s %10s\n", "rank", "tp", "cp", "pp", "dp", "params",
         "weights_GB", "grads_GB", "optim_GB", "acts_GB", "total_GB", "TFLOP");
     for (int r = 0; r < tr->dist.world && all; r++) {
@@ -220,7 +222,7 @@ static void summary(train_t *tr, nd_t *p) {
     say("sent:    step %d, mean per rank: tp %.6f + cp %.6f + pp %.6f + dp %.6f = %.6f MB\n", tr->o.steps,
         last[NX_TP] / W / 1e6, last[NX_CP] / W / 1e6, last[NX_PP] / W / 1e6, last[NX_DP] / W / 1e6,
         (last[NX_TP] + last[NX_CP] + last[NX_PP] + last[NX_DP]) / W / 1e6);
-    if (!p->fo.zero && p->pp > 1)
+    if (p->pp > 1)
         say("sent:    pp formula 2 M (P V - 1) x %zu bytes per message / P ranks = %.6f MB per rank\n",
             p->e.msg_bytes, 2.0 * tr->o.micro * (p->pp * p->s.V - 1) * (double)p->e.msg_bytes / p->pp / 1e6);
     if (p->timed == 0 || tr->timed == 0) return;
@@ -246,7 +248,7 @@ static void summary(train_t *tr, nd_t *p) {
         if (strcmp(p->policy.name, "none")) snprintf(cfg + n, sizeof cfg - (size_t)n, " rc %s", p->policy.name);
         FILE *o = csv_open(p->bench_csv, BENCH_HEADER);
         fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
-                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->fo.zero ? "none" : p->schedule,
+                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->fo.zero && p->pp == 1 ? "none" : p->schedule,
                 tr->o.micro, p->s.V,
                 p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
                 tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
@@ -327,13 +329,13 @@ int main(int argc, char **argv) {
         usage_error("%d layers do not cut into %d stage%s x %d chunk%s of equal size", L, p.pp, p.pp == 1 ? "" : "s",
                     V, V == 1 ? "" : "s");
     if (recompute_parse(p.recompute, L / (p.pp * V), &p.policy, why, sizeof why)) usage_error("%s", why);
-    if (p.fo.zero && p.pp > 1)
-        usage_error("--zero %d with --pp %d: the pipeline executor sums gradients by all-reduce after each "
-                    "stage's last backward, and ZeRO's reduce-scatters run in its own step; use --zero 0 with "
-                    "pipelines", p.fo.zero, p.pp);
-    if (p.policy.block && !p.fo.zero)
+    if (p.fo.zero >= 2 && p.pp > 1)
+        usage_error("--zero %d with --pp %d: ZeRO-%d reduce-scatters every micro-batch's gradients (and ZeRO-3 "
+                    "gathers the weights of every unit pass), while a pipeline stage holds several micro-batches "
+                    "in flight; pipelines take --zero 0 or 1", p.fo.zero, p.pp, p.fo.zero);
+    if (p.policy.block && (!p.fo.zero || p.pp > 1))
         usage_error("--recompute %s: the pipeline executor's micro-batches take none, full, every:C, sqrt and "
-                    "selective; block:K runs with --zero 1-3", p.recompute);
+                    "selective; block:K runs with --zero 1-3 and one stage", p.recompute);
     p.algo = strcmp(p.cp_algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
 
     train_setup(&tr, p.tp, p.cp, p.pp);
@@ -375,8 +377,10 @@ int main(int argc, char **argv) {
     }
     if (p.tp > 1 || p.cp > 1) model_add_hook(m, seam_before, seam_after, &p);
     grad_sync_t *gs = NULL;
-    if (!p.fo.zero) {                                                 /* 4. and 5. */
-        if (tr.grad.size > 1) {
+    if (!p.fo.zero || p.pp > 1) {                                     /* 4. and 5. */
+        if (p.fo.zero && p.f.N > 1) {
+            gs = &p.f.gs;          /* ZeRO-1's reduce-scatters, after each stage's last backward */
+        } else if (!p.fo.zero && tr.grad.size > 1) {
             grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.fo.bucket_mb * 1048576.0),
                                      !p.fo.no_overlap);
             gs = &p.gs;
@@ -396,9 +400,9 @@ int main(int argc, char **argv) {
         p.cp == 1 ? "" : "s", p.cp > 1 ? p.cp_algo : "local", m->T, tr.cfg.seq,
         m->nck == 2 ? "balanced: chunks i and 2C-1-i" : "in order");
     say("pp:      %s schedule, %d stage%s x %d chunk%s of %d layer%s, %d micro-batches of %d sequence%s%s\n",
-        p.fo.zero ? "no" : p.schedule, p.pp, p.pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p.pp * V),
+        p.fo.zero && p.pp == 1 ? "no" : p.schedule, p.pp, p.pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p.pp * V),
         L / (p.pp * V) == 1 ? "" : "s", M, tr.mb, tr.mb == 1 ? "" : "s",
-        p.fo.zero ? " (ZeRO's own step)" : "");
+        p.fo.zero && p.pp == 1 ? " (ZeRO's own step)" : "");
     say("dp:      %d rank%s in the context x data group (cp %d x dp %d): %s; recompute %s\n", tr.grad.size,
         tr.grad.size == 1 ? "" : "s", p.cp, tr.dp,
         p.fo.zero ? fsdp_stage_name(p.fo.zero) : tr.grad.size > 1 ? "gradients all-reduced in buckets after "
@@ -412,9 +416,9 @@ int main(int argc, char **argv) {
     train_run(&tr, nd_step, &p);
     summary(&tr, &p);
 
+    if (!p.fo.zero || p.pp > 1) pipe_exec_free(&p.e);
     if (p.fo.zero) fsdp_free(&p.f);
-    else pipe_exec_free(&p.e);
-    if (gs) grad_sync_free(gs);
+    else if (gs) grad_sync_free(gs);
     if (p.cp > 1) cp_free(&p.c);
     if (p.tp > 1) tp_free(&p.t);
     pipe_schedule_free(&p.s);
