@@ -96,7 +96,6 @@ typedef struct {
     double sum_ax[NX];       /* over the timed steps */
     int timed;
     double sent_prev[NX];    /* bytes per axis at the start of the current step */
-    double sent_last[NX];    /* the last complete step's */
     void (*inner_note)(train_t *tr, void *ctx);   /* ZeRO's note, printed first */
     void *inner_note_ctx;
 } nd_t;
@@ -128,11 +127,7 @@ static void axis_bytes(const train_t *tr, double out[NX]) {
 static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     nd_t *p = ctx;
     model_t *m = &tr->model;
-    double now[NX];
-    axis_bytes(tr, now);   /* a step's bytes: from its start to the next one's (ZeRO gathers after the update) */
-    if (step > tr->start + 1)
-        for (int a = 0; a < NX; a++) p->sent_last[a] = now[a] - p->sent_prev[a];
-    memcpy(p->sent_prev, now, sizeof now);
+    axis_bytes(tr, p->sent_prev);   /* a step's bytes run to the next step's start (ZeRO gathers after the update) */
     double tp0 = p->tp > 1 ? p->t.st.comm_s : 0, cp0 = p->cp > 1 ? p->c.st.comm_s : 0;
     recompute_meter_t before = p->meter;
     p->seam[0] = p->seam[1] = 0;
