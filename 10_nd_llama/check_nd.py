@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """check_nd.py: every number 10_nd_llama/train prints about its axes, recomputed.
 
-    check_nd.py LOG CSV          a training run (LOG: its output, CSV: its --csv)
+    check_nd.py LOG CSV [BENCH --peak TFLOPS]
+                                 a training run (LOG: its output, CSV: its --csv,
+                                 BENCH: its --bench-csv, run with --peak TFLOPS)
     check_nd.py LOG --dry-run    a dry run's per-rank table
 
 A training run: each step's note (the exposed communication of tp, cp and dp)
@@ -11,7 +13,10 @@ counted twice: what is left over is not negative) and
 agree with the shared loop's "mean of steps" and "time" lines; each share is
 its part of the step; the bytes per axis add up to their total, which is the
 CSV's sent_mb of the last step; and the pipeline's bytes equal 2 M (P V - 1)
-messages of mb x seq/cp (/tp with --sp) x dim x the dtype's size, / P ranks.
+messages of mb x seq/cp (/tp with --sp) x dim x the dtype's size, / P ranks;
+and the --bench-csv row says the same as the cause line, its MFU and tokens/s
+follow from its step time and the FLOP formula, HFU >= MFU (equal without
+recomputation), as the loop's mean line.
 
 A dry run: each rank's parameters from its shard (its stage's layers, its
 tensor-parallel slices), weights, gradients and optimizer bytes per
@@ -31,7 +36,7 @@ def fl(x):
     return float(x)
 
 
-def check_run(log, csv_path, ck):
+def check_run(log, csv_path, ck, bench=None, peak=None):
     steps = re.findall(r"^step +(\d+)/(\d+) \| .*\| comm ([0-9.]+) ms exposed.*\| tp ([0-9.]+) cp ([0-9.]+) "
                        r"dp ([0-9.]+) ms$", log, re.M)
     if not steps:
@@ -90,6 +95,50 @@ def check_run(log, csv_path, ck):
         sp = re.search(r"^tp: .*sequence parallelism on", log, re.M) is not None
         msg = mb * cfg["seq"] // C // (T if sp else 1) * cfg["dim"] * cfg["es"]
         ck.same("pp: 2 M (P V - 1) messages / P", fl(b[3]), 2 * micro * (P * V - 1) * msg / P / 1e6, 6e-7)
+    if bench:
+        check_bench(log, bench, peak, ck, (comp, fwd, bwd, tp, cp, dp, bub, opt, other, ms))
+
+
+def flops_per_token(c):
+    """Model FLOPs per token, forward + backward (common/model.h): 6 x the matmul weights + 12 L H hd T."""
+    C, hd, L = c["dim"], c["hd"], c["layers"]
+    matmul = L * (2 * C * c["heads"] * hd + 2 * C * c["kv"] * hd + 3 * C * c["ffn"]) + c["vocab"] * C
+    return 6 * matmul + 12 * L * c["heads"] * hd * c["seq"]
+
+
+def check_bench(log, bench_path, peak, ck, cause):
+    """The --bench-csv row against the cause line and the MFU formula."""
+    comp, fwd, bwd, tp, cp, dp, bub, opt, other, ms = cause
+    rows = list(csv.DictReader(open(bench_path)))
+    if len(rows) != 1:
+        sys.exit("error: %d rows in the bench CSV, expected 1" % len(rows))
+    r = rows[0]
+    mesh = trainer_log.grab(r"^nd: +mesh \[tp (\d+), cp (\d+), pp (\d+), dp (\d+)\] = (\d+) ranks", log, "nd").groups()
+    ck.header("the bench row")
+    for i, k in enumerate(("tp", "cp", "pp", "dp")):
+        ck.same("bench %s" % k, fl(r[k]), fl(mesh[i]), 0)
+    for k, v in (("step_ms", ms), ("tp_ms", tp), ("cp_ms", cp), ("dp_ms", dp), ("pp_ms", bub), ("optimizer_ms", opt)):
+        ck.same("bench %s, as the cause line" % k, fl(r[k]), v, 0.0056)
+    ck.same("bench compute_ms, as the cause line", fl(r["compute_ms"]), comp, 0.0056)
+    # both times printed to 0.0005 ms: the ratio to about 0.001 ms / step
+    ck.same("bench bubble = pp_ms / step_ms", fl(r["bubble"]), fl(r["pp_ms"]) / fl(r["step_ms"]),
+            5e-5 + 1e-3 / fl(r["step_ms"]))
+    c = trainer_log.model(log)
+    tokens = int(trainer_log.grab(r"^batch: +\d+ sequences = (\d+) tokens per step", log, "batch").group(1))
+    world = int(mesh[4])
+    sec = fl(r["step_ms"]) / 1e3
+    mfu = 100 * flops_per_token(c) * tokens / sec / (world * peak)
+    # the step is printed to 0.0005 ms: what follows from it is as exact, relatively
+    rel = 6e-4 / fl(r["step_ms"])
+    ck.same("bench mfu (%), from its step and the formula", fl(r["mfu"]), mfu, 6e-4 + rel * mfu)
+    ck.same("bench tok_s, from its step", fl(r["tok_s"]), tokens / sec, 0.06 + rel * tokens / sec)
+    ck.same("bench hfu >= mfu", max(fl(r["hfu"]), fl(r["mfu"])), fl(r["hfu"]), 0)
+    if r["recompute"] == "none":
+        ck.same("bench hfu = mfu without recomputation", fl(r["hfu"]), fl(r["mfu"]), 0)
+    m = trainer_log.grab(r"^mean of steps .*\| MFU ([0-9.]+)%(?: \| HFU ([0-9.]+)%)?", log, "mean of steps")
+    ck.same("bench mfu, as the loop's mean line", fl(r["mfu"]), fl(m.group(1)), 0.051)
+    if m.group(2):
+        ck.same("bench hfu, as the loop's mean line", fl(r["hfu"]), fl(m.group(2)), 0.051)
 
 
 def shard_params(c, tp, layers, first, last):
@@ -110,10 +159,8 @@ def check_dry(log, ck):
     D, micro, mb = trainer_log.batch(log)
     tokens = int(trainer_log.grab(r"^batch: +\d+ sequences = (\d+) tokens per step", log, "batch").group(1))
     world = int(trainer_log.grab(r"^MFU: .* / \((\d+) x peak\)", log, "MFU").group(1))
-    # model FLOPs per token (common/model.h): 6 x the matmul weights + 12 L H hd T
-    Cd, hd, L = c["dim"], c["hd"], c["layers"]
-    matmul = L * (2 * Cd * c["heads"] * hd + 2 * Cd * c["kv"] * hd + 3 * Cd * c["ffn"]) + c["vocab"] * Cd
-    flops_token = 6 * matmul + 12 * L * c["heads"] * hd * c["seq"]
+    flops_token = flops_per_token(c)
+    L = c["layers"]
     mesh = trainer_log.grab(r"^device: .* mesh tp (\d+) x cp (\d+) x pp (\d+) x dp (\d+)", log, "device").groups()
     T, C, P, D = (int(x) for x in mesh)
     z = int(trainer_log.grab(r"^dry run: .*, zero (\d)", log, "dry run").group(1))
@@ -143,14 +190,15 @@ def check_dry(log, ck):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: check_nd.py LOG CSV | check_nd.py LOG --dry-run")
-    log = open(sys.argv[1]).read()
+    a = sys.argv[1:]
+    if len(a) not in (2, 5) or (len(a) == 5 and a[3] != "--peak"):
+        sys.exit("usage: check_nd.py LOG CSV [BENCH_CSV --peak TFLOPS] | check_nd.py LOG --dry-run")
+    log = open(a[0]).read()
     ck = trainer_log.Checks()
-    if sys.argv[2] == "--dry-run":
+    if a[1] == "--dry-run":
         check_dry(log, ck)
     else:
-        check_run(log, sys.argv[2], ck)
+        check_run(log, a[1], ck, a[2] if len(a) == 5 else None, float(a[4]) * 1e12 if len(a) == 5 else None)
     ck.finish("every number agrees with its sum or formula")
 
 
