@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
         {"no-balance", ARG_FLAG, &p.no_balance, "context parallelism: one chunk per rank in order (causal work unbalanced)", NULL, 0, 0},
         {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
-        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, selective (block:K with --zero 1-3)", NULL, 0, 0},
+        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, selective (block:K with --zero 1-3 and --pp 1)", NULL, 0, 0},
         FSDP_FLAGS(p.fo),
         {"preset", ARG_CHOICE, &p.preset, "a named model (sets the shape flags; later flags still apply)", PRESET_CHOICES, 0, 0},
         {"dry-run", ARG_FLAG, &p.dry_run, "build the mesh and the shards, print per-rank memory and FLOPs, allocate no model, exit", NULL, 0, 0},
