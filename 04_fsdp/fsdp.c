@@ -508,22 +508,26 @@ void fsdp_free(fsdp_t *f) {
 }
 
 /* ---- one step ------------------------------------------------------------------------------ */
-void fsdp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
-    fsdp_t *f = ctx;
-    model_t *m = f->m;
-    int z = f->o.zero, comm = z == 0 || f->N > 1;
+void fsdp_step_begin(fsdp_t *f) {
     if (f->norder) f->recorded = 1;   /* step 1's order is known from now on */
     f->pos = -1;
     for (int k = 0; k < COLL_KINDS; k++) {
         f->sent0[0][k] = f->shard->sent[k];
         f->sent0[1][k] = f->rep ? f->rep->sent[k] : 0;
     }
-    if (z == 0) {
-        model_zero_grads(m);
+    if (f->o.zero == 0) {
+        model_zero_grads(f->m);
     } else {
         dev_memset0(f->d, f->gshard, f->S * sizeof(float));
         if (f->gfull) dev_memset0(f->d, f->gfull, (size_t)f->N * f->S * sizeof(float));
     }
+}
+
+void fsdp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+    fsdp_t *f = ctx;
+    model_t *m = f->m;
+    int z = f->o.zero, comm = z == 0 || f->N > 1;
+    fsdp_step_begin(f);
     for (int i = 0; i < tr->o.micro; i++) {
         int last = i == tr->o.micro - 1;
         f->last_micro = last;

@@ -153,6 +153,12 @@ typedef struct fsdp {
 void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o);
 void fsdp_free(fsdp_t *f);
 void fsdp_step(train_t *tr, void *ctx, long step, train_step_t *st);
+/* The start of a step whose micro-batches another loop runs (chapter 10's
+ * pipeline executor, with ZeRO-1: its no_sync micro-batches accumulate into
+ * the whole gradients, and each stage's last backward reduce-scatters them
+ * through f->gs): the gradients zeroed, the step's byte count begun.
+ * fsdp_step begins with it. */
+void fsdp_step_begin(fsdp_t *f);
 
 /* What this configuration holds and sends, from its formulas. */
 void fsdp_mem_predict(const fsdp_t *f, fsdp_mem_t *mem);

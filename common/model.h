@@ -195,7 +195,7 @@ typedef struct {
                      void *dq, void *dk, void *dv);
 } model_attn_t;
 
-enum { MODEL_MAX_HOOKS = 4 };
+enum { MODEL_MAX_HOOKS = 8 };
 
 /* What one block keeps from forward for its backward (rows R = the residual
  * stream's, Rf = all of this rank's tokens; type the model's dtype unless

@@ -130,6 +130,9 @@ endif
 ifneq ($(wildcard 09_context_parallel/main.c),)
 $(eval $(call emu_program,cp,09_context_parallel/main.c 09_context_parallel/cp.c))
 endif
+ifneq ($(wildcard 10_nd_llama/main.c),)
+$(eval $(call emu_program,train,$(ND_SOURCES)))
+endif
 ifneq ($(wildcard 06_checkpointing/main.c),)
 CKPT_EMU_SOURCES := 06_checkpointing/main.c 06_checkpointing/recompute.c 06_checkpointing/saver.c 06_checkpointing/failure.c
 $(eval $(call emu_program,ckpt,$(CKPT_EMU_SOURCES)))

@@ -1,0 +1,422 @@
+/* main.c: 10_nd_llama/train, the 4D-parallel trainer: the shared training
+ * loop (common/train.h) on a model split over a [tp, cp, pp, dp] mesh by the
+ * modules of chapters 04-09, linked as they are:
+ *
+ *   mpirun -np 8 ./10_nd_llama/train --tp 2 --cp 1 --pp 2 --dp 2 --micro 4
+ *   mpirun -np 8 ./10_nd_llama/train --tp 2 --cp 2 --pp 2 --sp --cp-algo ulysses
+ *   mpirun -np 4 ./10_nd_llama/train --preset llama3-405b --tp 2 --pp 2 --dry-run
+ *
+ * The techniques wrap the model from the inside out, as Megatron does:
+ *   1. tensor parallelism (08_tensor_parallel/tp.c) builds the model's tp
+ *      seams: its all-reduces (or, with --sp, all-gathers and
+ *      reduce-scatters) run on the tensor-parallel communicator, inside
+ *      every layer;
+ *   2. context parallelism (09_context_parallel/cp.c) swaps the attention
+ *      core: ring attention's key/value blocks or Ulysses's all-to-alls run
+ *      on the context-parallel communicator, inside every attention;
+ *   3. the recomputation policy (06_checkpointing/recompute.c) decides what
+ *      each micro-batch object keeps;
+ *   4. the pipeline executor (07_pipeline/executor.c) runs the schedule's
+ *      actions on this stage's layers, sending activations and gradients to
+ *      the neighbouring stages on the pipeline communicator (one stage when
+ *      --pp 1);
+ *   5. the gradients are summed over the context x data group (tr.grad):
+ *      context-parallel ranks hold the same weights and each computed the
+ *      gradient of its own tokens, exactly as data-parallel ranks did of
+ *      their own sequences. --zero 0 all-reduces them in buckets as each
+ *      stage's last backward finishes (common/grad_sync.c); --zero 1|2|3
+ *      shards the optimizer state, gradients and weights over that group
+ *      (04_fsdp/fsdp.c): ZeRO-1 inside a pipeline too (its reduce-scatters
+ *      after each stage's last backward), ZeRO-2 and 3 with one stage;
+ *   6. blocks the tp ranks share but of which each computed a part (norm
+ *      gains under --sp, kv heads shared by several ranks) are summed over
+ *      the tensor-parallel communicator (tp_reduce_replicated_grads).
+ * The loop then clips by the global norm over the unique shards and applies
+ * AdamW to this rank's part.
+ *
+ * Per step the log line says the exposed communication of each axis (tp and
+ * cp: the seams block, so all of their time; dp: what was left after
+ * backward; pp: the bubble); at the end the time by cause and the bytes each
+ * axis sent. --dry-run builds the mesh and the shards, prints per-rank
+ * memory and FLOPs, and allocates no model. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cost.h"
+#include "09_context_parallel/cp.h"
+#include "07_pipeline/executor.h"
+#include "04_fsdp/fsdp.h"
+#include "grad_sync.h"
+#include "perf.h"
+#include "06_checkpointing/recompute.h"
+#include "07_pipeline/schedule.h"
+#include "08_tensor_parallel/tp.h"
+#include "train.h"
+
+#define BENCH_HEADER "config,tp,cp,pp,dp,zero,sp,cp_algo,schedule,micro,virtual,recompute,dtype,step_ms," \
+                     "mfu,hfu,bubble,tp_ms,cp_ms,pp_ms,dp_ms,compute_ms,optimizer_ms,tok_s"
+
+/* Named models. The Llama 3 405B shape (Llama Team 2024, table 3) for dry
+ * runs; the small ones train on a CPU in seconds. */
+typedef struct {
+    const char *name;
+    int dim, layers, heads, kv_heads, ffn, vocab, seq, batch, micro;
+} nd_preset_t;
+/* The 405B preset's batch is one sequence per micro-batch on one replica
+ * (pass --batch and --micro for others). */
+static const nd_preset_t presets[] = {
+    {"llama3-405b", 16384, 126, 128, 8, 53248, 128256, 8192, 16, 16},
+    {"nd-tiny", 32, 4, 4, 2, 128, 32, 16, 16, 4},
+    {"nd-small", 128, 8, 8, 4, 384, 256, 64, 32, 4},
+};
+#define PRESET_CHOICES "llama3-405b|nd-tiny|nd-small"
+
+enum { NX_TP, NX_CP, NX_PP, NX_DP, NX };   /* the causes, in mesh order (pp: the bubble) */
+
+typedef struct {
+    int tp, cp, pp, dp, virt, sp, no_balance, dry_run;
+    const char *schedule, *cp_algo, *recompute, *preset, *bench_csv;
+    fsdp_opts_t fo;
+    cp_algo_t algo;
+    recompute_t policy;
+    tp_t t;
+    cp_t c;
+    pipe_schedule_t s;
+    pipe_exec_t e;
+    grad_sync_t gs;
+    fsdp_t f;
+    recompute_meter_t meter;
+    int metered;
+    /* seam time (tp and cp, blocking) inside each unit: [0] forward, [1] backward */
+    double seam[2], mark;
+    double step_ax[NX];      /* this step's exposed time per cause, mean over ranks (s) */
+    double sum_ax[NX];       /* over the timed steps */
+    int timed;
+    double sent_prev[NX];    /* bytes per axis at the start of the current step */
+    void (*inner_note)(train_t *tr, void *ctx);   /* ZeRO's note, printed first */
+    void *inner_note_ctx;
+} nd_t;
+
+static double seam_time(const nd_t *p) {
+    return (p->tp > 1 ? p->t.st.comm_s : 0) + (p->cp > 1 ? p->c.st.comm_s : 0);
+}
+
+/* The seams block, so their time sits inside the units' forward and backward:
+ * measured per pass, so that the step's compute time can leave it out. */
+static void seam_before(void *ctx, model_t *m, int unit, model_pass_t pass) {
+    (void)m; (void)unit; (void)pass;
+    nd_t *p = ctx;
+    p->mark = seam_time(p);
+}
+static void seam_after(void *ctx, model_t *m, int unit, model_pass_t pass) {
+    (void)m; (void)unit;
+    nd_t *p = ctx;
+    p->seam[pass != PASS_FORWARD] += seam_time(p) - p->mark;
+}
+
+static void axis_bytes(const train_t *tr, double out[NX]) {
+    out[NX_TP] = comm_sent_bytes(&tr->axis[AXIS_TP]);
+    out[NX_CP] = comm_sent_bytes(&tr->axis[AXIS_CP]);
+    out[NX_PP] = comm_sent_bytes(&tr->axis[AXIS_PP]);
+    out[NX_DP] = comm_sent_bytes(&tr->axis[AXIS_DP]) + comm_sent_bytes(&tr->grad);
+}
+
+static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+    nd_t *p = ctx;
+    model_t *m = &tr->model;
+    axis_bytes(tr, p->sent_prev);   /* a step's bytes run to the next step's start (ZeRO gathers after the update) */
+    double tp0 = p->tp > 1 ? p->t.st.comm_s : 0, cp0 = p->cp > 1 ? p->c.st.comm_s : 0;
+    recompute_meter_t before = p->meter;
+    p->seam[0] = p->seam[1] = 0;
+    if (p->fo.zero && p->pp == 1) {
+        fsdp_step(tr, &p->f, step, st);
+        if (!model_counts_loss(m)) st->loss = 0;   /* the tp ranks all computed the same sum */
+    } else {
+        if (p->fo.zero) fsdp_step_begin(&p->f);   /* ZeRO-1 in a pipeline: its gradients zeroed */
+        pipe_exec_step(&p->e, tr, step, st);
+        if (p->pp == 1) st->bubble_s = -1;        /* one stage: no pipeline, no bubble */
+    }
+    double dp_s = st->exposed_s;
+    /* after the data-parallel sums have completed: they work on the same memory */
+    if (p->tp > 1) tp_reduce_replicated_grads(&p->t, m, &tr->opt);
+    double tp_s = p->tp > 1 ? p->t.st.comm_s - tp0 : 0, cp_s = p->cp > 1 ? p->c.st.comm_s - cp0 : 0;
+    st->fwd_s -= p->seam[0];
+    st->bwd_s -= p->seam[1];
+    st->exposed_s = tp_s + cp_s + dp_s;
+    if (p->metered) st->recompute_flops = recompute_meter_flops(m, &before, &p->meter, (double)tr->mb * m->T);
+    /* the per-axis means for the step line (rank 0 prints it, after the loop's own sums) */
+    double ax[NX] = {tp_s, cp_s, st->bubble_s > 0 ? st->bubble_s : 0, dp_s};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, ax, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    for (int a = 0; a < NX; a++) p->step_ax[a] = ax[a] / tr->dist.world;
+    if (step > tr->start + 1) {
+        for (int a = 0; a < NX; a++) p->sum_ax[a] += p->step_ax[a];
+        p->timed++;
+    }
+}
+
+static void step_note(train_t *tr, void *ctx) {
+    const nd_t *p = ctx;
+    if (p->inner_note) p->inner_note(tr, p->inner_note_ctx);
+    printf(" | tp %.2f cp %.2f dp %.2f ms", 1e3 * p->step_ax[NX_TP], 1e3 * p->step_ax[NX_CP],
+           1e3 * p->step_ax[NX_DP]);
+}
+
+/* ---- the dry run ------------------------------------------------------------------------ */
+/* This rank's state and one step's FLOPs, from the shard's shapes alone. */
+static void dry_run(train_t *tr, nd_t *p) {
+    const model_config_t *c = &tr->cfg;
+    const model_shard_t *s = &tr->shard;
+    int P = p->pp, V = s->chunks, M = tr->o.micro, stage = tr->mesh.coord[AXIS_PP];
+    int N = tr->grad.size, z = p->fo.zero, es = (int)dtype_size(tr->dtype);
+    double n = (double)model_shard_size(c, s);
+    double w = z == 3 ? es * n / N : es * n;
+    double g = z >= 2 ? 4 * n / N : 4 * n;
+    double opt = z >= 1 ? 12 * n / N : 12 * n;   /* fp32 master + Adam m, v */
+    par_t par = {.tp = p->tp, .cp = p->cp, .pp = P, .dp = tr->dp, .vpp = V, .sp = p->sp, .zero = z,
+                 .mbs = tr->mb, .dtype_bytes = es,
+                 .recompute = p->policy.selective ? RECOMPUTE_SELECTIVE : p->policy.every ? RECOMPUTE_FULL : RECOMPUTE_NONE};
+    double tokens = (double)tr->mb * c->seq / p->cp;
+    /* micro-batches in flight at the peak: the schedule's promise (07_pipeline) */
+    pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p->schedule);
+    int held = pipe_inflight_bound(kind, P, M, V, stage);
+    double layer_acts = cost_acts_per_layer(c, &par, tokens);
+    int kept = p->policy.every ? (s->per_chunk + p->policy.every - 1) / p->policy.every : s->per_chunk;
+    double acts = p->policy.every ? held * (kept * tokens * c->dim * es / (p->sp ? p->tp : 1) + layer_acts * p->policy.every)
+                                  : held * V * s->per_chunk * layer_acts;
+    double flops = tr->flops_token * (double)tr->global_tokens / tr->dist.world;
+    double mine[7] = {n, w, g, opt, acts, w + g + opt + acts, flops};
+    double *all = tr->dist.rank == 0 ? xmalloc(sizeof mine * (size_t)tr->dist.world) : NULL;
+    MPI_CHECK(MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    say("dry run: %s, zero %d, %d micro-batch%s of %d sequence%s per step and replica; per rank "
+        "(no model allocated):\n", z && P == 1 ? "one micro-batch at a time" : p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
+    say("  %5s %3s %3s %3s %3s %14s %10s %10s %10s %10s %10s %10s\n", "rank", "tp", "cp", "pp", "dp", "params",
+        "weights_GB", "grads_GB", "optim_GB", "acts_GB", "total_GB", "TFLOP");
+    for (int r = 0; r < tr->dist.world && all; r++) {
+        const double *a = all + 7 * r;
+        int tpi = r % p->tp, cpi = r / p->tp % p->cp, ppi = r / (p->tp * p->cp) % P, dpi = r / (p->tp * p->cp * P);
+        say("  %5d %3d %3d %3d %3d %14.0f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", r, tpi, cpi, ppi, dpi,
+            a[0], a[1] / 1e9, a[2] / 1e9, a[3] / 1e9, a[4] / 1e9, a[5] / 1e9, a[6] / 1e12);
+    }
+    say("dry run: weights %d bytes, gradients 4, optimizer 12 per parameter (ZeRO-%d over the %d rank%s of "
+        "the context x data group); activations: cost.h's bytes per layer x the stage's layers x the "
+        "micro-batches its schedule holds at the peak (1F1B: min(M, P - stage)); TFLOP: the model FLOPs of "
+        "one step / %d ranks\n", es, z, N, N == 1 ? "" : "s", tr->dist.world);
+    free(all);
+}
+
+/* ---- the end ---------------------------------------------------------------------------- */
+static void summary(train_t *tr, nd_t *p) {
+    double last[NX];
+    axis_bytes(tr, last);
+    for (int a = 0; a < NX; a++) last[a] -= p->sent_prev[a];   /* the last step, its update included */
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, last, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    int W = tr->dist.world;
+    say("sent:    step %d, mean per rank: tp %.6f + cp %.6f + pp %.6f + dp %.6f = %.6f MB\n", tr->o.steps,
+        last[NX_TP] / W / 1e6, last[NX_CP] / W / 1e6, last[NX_PP] / W / 1e6, last[NX_DP] / W / 1e6,
+        (last[NX_TP] + last[NX_CP] + last[NX_PP] + last[NX_DP]) / W / 1e6);
+    if (p->pp > 1)
+        say("sent:    pp formula 2 M (P V - 1) x %zu bytes per message / P ranks = %.6f MB per rank\n",
+            p->e.msg_bytes, 2.0 * tr->o.micro * (p->pp * p->s.V - 1) * (double)p->e.msg_bytes / p->pp / 1e6);
+    if (p->timed == 0 || tr->timed == 0) return;
+    double ms = tr->sum_ms / tr->timed, f = tr->sum_fwd / tr->timed, b = tr->sum_bwd / tr->timed;
+    double op = tr->sum_opt / tr->timed, ax[NX];
+    for (int a = 0; a < NX; a++) ax[a] = 1e3 * p->sum_ax[a] / p->timed;
+    double other = ms - f - b - ax[NX_TP] - ax[NX_CP] - ax[NX_DP] - ax[NX_PP] - op;
+    say("cause:   compute %.2f (forward %.2f + backward %.2f) + tp %.2f + cp %.2f + dp %.2f + bubble %.2f + "
+        "optimizer %.2f + other %.2f = %.2f ms per step (means of steps %ld-%d over ranks)\n", f + b, f, b,
+        ax[NX_TP], ax[NX_CP], ax[NX_DP], ax[NX_PP], op, other, ms, tr->start + 2, tr->o.steps);
+    say("cause:   shares compute %.1f%% | tp %.1f%% | cp %.1f%% | dp %.1f%% | bubble %.1f%% | optimizer %.1f%% | "
+        "other %.1f%%\n", 100 * (f + b) / ms, 100 * ax[NX_TP] / ms, 100 * ax[NX_CP] / ms, 100 * ax[NX_DP] / ms,
+        100 * ax[NX_PP] / ms, 100 * op / ms, 100 * other / ms);
+    if (p->bench_csv && tr->dist.rank == 0) {
+        double fl = tr->flops_token * tr->global_tokens / (ms / 1e3) / W;
+        double hf = fl + tr->sum_recompute / tr->timed / (ms / 1e3) / W;
+        char cfg[96];
+        int n = snprintf(cfg, sizeof cfg, "tp%d cp%d pp%d dp%d", p->tp, p->cp, p->pp, tr->dp);
+        if (p->fo.zero) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " zero%d", p->fo.zero);
+        if (p->sp) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " sp");
+        if (p->cp > 1 && p->algo == CP_ULYSSES) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " ulysses");
+        if (p->pp > 1 && strcmp(p->schedule, "1f1b")) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " %s", p->schedule);
+        if (strcmp(p->policy.name, "none")) snprintf(cfg + n, sizeof cfg - (size_t)n, " rc %s", p->policy.name);
+        FILE *o = csv_open(p->bench_csv, BENCH_HEADER);
+        fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
+                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->fo.zero && p->pp == 1 ? "none" : p->schedule,
+                tr->o.micro, p->s.V,
+                p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
+                tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
+                ax[NX_DP], f + b, op, tr->global_tokens / (ms / 1e3));
+        fclose(o);
+    }
+}
+
+/* --preset before the flags are read, so that any flag still overrides it. */
+static void apply_preset(train_t *tr, int argc, char **argv) {
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--preset") == 0 && i + 1 < argc) name = argv[i + 1];
+        else if (strncmp(argv[i], "--preset=", 9) == 0) name = argv[i] + 9;
+    }
+    for (size_t k = 0; name && k < ARRAY_LEN(presets); k++)
+        if (strcmp(presets[k].name, name) == 0) {
+            const nd_preset_t *q = &presets[k];
+            train_opts_t *o = &tr->o;
+            o->dim = q->dim; o->layers = q->layers; o->heads = q->heads; o->kv_heads = q->kv_heads;
+            o->ffn = q->ffn; o->vocab = q->vocab; o->seq = q->seq; o->batch = q->batch; o->micro = q->micro;
+            o->head_dim = 0;
+        }
+}
+
+int main(int argc, char **argv) {
+    nd_t p = {.tp = 1, .cp = 1, .pp = 1, .schedule = "1f1b", .cp_algo = "ring", .recompute = "none",
+              .fo = FSDP_OPTS_DEFAULT};
+    p.fo.zero = 0;
+    arg_t flags[] = {
+        {"tp", ARG_INT, &p.tp, "tensor-parallel degree (mesh axis 0, fastest)", NULL, 1, 1e6},
+        {"cp", ARG_INT, &p.cp, "context-parallel degree (axis 1)", NULL, 1, 1e6},
+        {"pp", ARG_INT, &p.pp, "pipeline stages (axis 2)", NULL, 1, 1e6},
+        {"dp", ARG_INT, &p.dp, "data-parallel degree (axis 3; 0: the rest of the world)", NULL, 0, 1e6},
+        {"sp", ARG_FLAG, &p.sp, "sequence parallelism inside the tensor-parallel group", NULL, 0, 0},
+        {"cp-algo", ARG_CHOICE, &p.cp_algo, "context-parallel attention", "ring|ulysses", 0, 0},
+        {"no-balance", ARG_FLAG, &p.no_balance, "context parallelism: one chunk per rank in order (causal work unbalanced)", NULL, 0, 0},
+        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
+        {"virtual", ARG_INT, &p.virt, "model chunks per stage for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
+        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, selective (block:K with --zero 1-3 and --pp 1)", NULL, 0, 0},
+        FSDP_FLAGS(p.fo),
+        {"preset", ARG_CHOICE, &p.preset, "a named model (sets the shape flags; later flags still apply)", PRESET_CHOICES, 0, 0},
+        {"dry-run", ARG_FLAG, &p.dry_run, "build the mesh and the shards, print per-rank memory and FLOPs, allocate no model, exit", NULL, 0, 0},
+        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (configuration, MFU, HFU, time by cause) to this CSV", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "10_nd_llama", "10_nd_llama/train", "4D parallelism (tp x cp x pp x dp)",
+        "The Llama-style model on a [tp, cp, pp, dp] mesh: tensor parallelism (and\n"
+        "sequence parallelism) inside each layer, context parallelism inside attention,\n"
+        "pipeline stages under a schedule, and data parallelism (DDP or ZeRO-1/2/3) over\n"
+        "the context x data group -- chapters 04-09's modules composed. Prints the\n"
+        "exposed communication of each axis per step and the time by cause at the end.",
+        flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    tr.o.micro = 4;
+    apply_preset(&tr, argc, argv);
+    train_init(&tr, &argc, &argv, &prog);
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
+
+    /* the mesh, checked before anything is built */
+    int world = tr.dist.world, L = tr.cfg.layers, M = tr.o.micro;
+    long inner = (long)p.tp * p.cp * p.pp;
+    if (p.dp == 0) {
+        if (world % inner) usage_error("--tp %d x --cp %d x --pp %d = %ld ranks does not divide the world of %d",
+                                       p.tp, p.cp, p.pp, inner, world);
+        p.dp = (int)(world / inner);
+    }
+    if (inner * p.dp != world)
+        usage_error("--tp %d x --cp %d x --pp %d x --dp %d = %ld ranks, but the world has %d", p.tp, p.cp, p.pp,
+                    p.dp, inner * p.dp, world);
+    if (p.sp && p.tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
+    pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p.schedule);
+    int V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
+    char why[300];
+    if (pipe_schedule_valid(kind, p.pp, M, V, why, sizeof why)) usage_error("%s", why);
+    if (L % (p.pp * V))
+        usage_error("%d layers do not cut into %d stage%s x %d chunk%s of equal size", L, p.pp, p.pp == 1 ? "" : "s",
+                    V, V == 1 ? "" : "s");
+    if (recompute_parse(p.recompute, L / (p.pp * V), &p.policy, why, sizeof why)) usage_error("%s", why);
+    if (p.fo.zero >= 2 && p.pp > 1)
+        usage_error("--zero %d with --pp %d: ZeRO-%d reduce-scatters every micro-batch's gradients (and ZeRO-3 "
+                    "gathers the weights of every unit pass), while a pipeline stage holds several micro-batches "
+                    "in flight; pipelines take --zero 0 or 1", p.fo.zero, p.pp, p.fo.zero);
+    if (p.policy.block && (!p.fo.zero || p.pp > 1))
+        usage_error("--recompute %s: the pipeline executor's micro-batches take none, full, every:C, sqrt and "
+                    "selective; block:K runs with --zero 1-3 and one stage", p.recompute);
+    p.algo = strcmp(p.cp_algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
+
+    train_setup(&tr, p.tp, p.cp, p.pp);
+    if (tr.dp != p.dp) die("the mesh has %d data-parallel ranks, expected %d", tr.dp, p.dp);
+    if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, p.pp, tr.mesh.coord[AXIS_PP], V);
+    tr.shard.sp = p.sp;
+    tr.shard.cp_balance = !p.no_balance;
+    tr.recompute_every = p.policy.every;
+    tr.recompute_block = p.policy.block;
+    tr.selective = p.policy.selective;
+    model_shard_check(&tr.cfg, &tr.shard);
+    if (p.cp > 1) cp_check(&tr.cfg, &tr.shard, p.algo);
+    if (p.sp && ((size_t)tr.mb * tr.cfg.seq / p.cp) % (size_t)p.tp)
+        usage_error("--sp: %d sequence%s x %d tokens per rank do not cut into %d tensor-parallel pieces", tr.mb,
+                    tr.mb == 1 ? "" : "s", tr.cfg.seq / p.cp, p.tp);
+    pipe_schedule_build(&p.s, kind, p.pp, M, V);
+    if (p.dry_run) {
+        dry_run(&tr, &p);
+        pipe_schedule_free(&p.s);
+        usage_exit_ok();
+    }
+
+    /* the model, wrapped from the inside out */
+    model_t *m = &tr.model;
+    if (p.fo.zero) {
+        fsdp_init(&p.f, &tr, &tr.grad, NULL, &p.fo);            /* builds the model (ZeRO's arrays) */
+    } else {
+        train_model(&tr, MODEL_PARAMS_AND_GRADS);
+        if (tr.acts.bufs) {   /* the executor keeps its own micro-batch objects */
+            model_acts_free(m, &tr.acts);
+            memset(&tr.acts, 0, sizeof tr.acts);
+        }
+    }
+    if (p.tp > 1) tp_init(&p.t, &tr.axis[AXIS_TP], m);              /* 1. seams on the tp axis */
+    if (p.cp > 1) cp_init(&p.c, &tr.axis[AXIS_CP], m, p.algo);      /* 2. attention on the cp axis */
+    if (p.policy.every || p.policy.block || p.policy.selective) {   /* 3. what recomputation costs */
+        recompute_meter_attach(&p.meter, m);
+        p.metered = 1;
+    }
+    if (p.tp > 1 || p.cp > 1) model_add_hook(m, seam_before, seam_after, &p);
+    grad_sync_t *gs = NULL;
+    if (!p.fo.zero || p.pp > 1) {                                     /* 4. and 5. */
+        if (p.fo.zero && p.f.N > 1) {
+            gs = &p.f.gs;          /* ZeRO-1's reduce-scatters, after each stage's last backward */
+        } else if (!p.fo.zero && tr.grad.size > 1) {
+            grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.fo.bucket_mb * 1048576.0),
+                                     !p.fo.no_overlap);
+            gs = &p.gs;
+        }
+        char err[300];
+        if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
+        pipe_exec_init(&p.e, &p.s, m, &tr.axis[AXIS_PP], gs, p.policy.every, p.policy.selective, 1, 0);
+    }
+
+    say("nd:      mesh [tp %d, cp %d, pp %d, dp %d] = %d ranks, tp fastest; this rank: tp %d, cp %d, stage %d, "
+        "replica %d\n", p.tp, p.cp, p.pp, tr.dp, world, tr.mesh.coord[AXIS_TP], tr.mesh.coord[AXIS_CP],
+        tr.mesh.coord[AXIS_PP], tr.dp_rank);
+    say("tp:      %d rank%s: %d of %d heads, %d kv head%s, ffn %d of %d, vocabulary %d of %d per rank; sequence "
+        "parallelism %s\n", p.tp, p.tp == 1 ? "" : "s", m->H, tr.cfg.heads, m->KV, m->KV == 1 ? "" : "s", m->F,
+        tr.cfg.ffn, m->V, tr.cfg.vocab, p.sp ? "on" : "off");
+    say("cp:      %d rank%s, %s attention, %d of %d tokens of each sequence per rank (%s)\n", p.cp,
+        p.cp == 1 ? "" : "s", p.cp > 1 ? p.cp_algo : "local", m->T, tr.cfg.seq,
+        m->nck == 2 ? "balanced: chunks i and 2C-1-i" : "in order");
+    say("pp:      %s schedule, %d stage%s x %d chunk%s of %d layer%s, %d micro-batches of %d sequence%s%s\n",
+        p.fo.zero && p.pp == 1 ? "no" : p.schedule, p.pp, p.pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p.pp * V),
+        L / (p.pp * V) == 1 ? "" : "s", M, tr.mb, tr.mb == 1 ? "" : "s",
+        p.fo.zero && p.pp == 1 ? " (ZeRO's own step)" : "");
+    say("dp:      %d rank%s in the context x data group (cp %d x dp %d): %s; recompute %s\n", tr.grad.size,
+        tr.grad.size == 1 ? "" : "s", p.cp, tr.dp,
+        p.fo.zero ? fsdp_stage_name(p.fo.zero) : tr.grad.size > 1 ? "gradients all-reduced in buckets after "
+        "each stage's last backward" : "nothing to sum", p.policy.name);
+    if (p.fo.zero) train_optimizer(&tr, p.f.pieces, p.f.n_units, p.f.S);
+    else train_optimizer(&tr, NULL, 0, 0);
+    p.inner_note = tr.step_note;
+    p.inner_note_ctx = tr.step_note_ctx;
+    tr.step_note = step_note;
+    tr.step_note_ctx = &p;
+    train_run(&tr, nd_step, &p);
+    summary(&tr, &p);
+
+    if (!p.fo.zero || p.pp > 1) pipe_exec_free(&p.e);
+    if (p.fo.zero) fsdp_free(&p.f);
+    else if (gs) grad_sync_free(gs);
+    if (p.cp > 1) cp_free(&p.c);
+    if (p.tp > 1) tp_free(&p.t);
+    pipe_schedule_free(&p.s);
+    train_finish(&tr);
+    return 0;
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# sweep_mfu_4d.sh: the 4D trainer on every mesh of 8 ranks that splits the
+# nd-small model (dim 128, 8 layers, 8 heads on 4 kv heads, seq 64, 32
+# sequences per step in 4 micro-batches per replica): one row per mesh in
+# plots/data/mfu_4d.csv (or $1), with MFU, HFU, the bubble and the exposed
+# communication of each axis; drawn by 10_nd_llama/mfu_4d.gp. Flags after
+# the CSV name go to every run (e.g. --device cuda, --dtype bf16).
+#
+# The 8 ranks share this machine's cores, so MFU is taken against the
+# machine's peak, not 8 cores': each rank's peak is (cores x the measured
+# peak of one core) / 8, passed as --peak. Times are means of steps 2-STEPS.
+#   bash 10_nd_llama/sweep_mfu_4d.sh plots/data/mfu_4d.csv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-plots/data/mfu_4d.csv}
+shift || true
+mkdir -p "$(dirname "$out")"
+rm -f "$out"
+model=(--preset nd-small --threads 1 --steps "${STEPS:-8}")
+# one core's peak, from the header of a dry run
+core=$(./10_nd_llama/train "${model[@]}" --dry-run "$@" | sed -n 's/^peak: .* = \([0-9.]*\) GFLOP\/s per rank.*/\1/p')
+cores=$(getconf _NPROCESSORS_ONLN)   # nproc would obey OMP_NUM_THREADS
+peak=$(python3 -c "print('%.6f' % ($cores * $core / 8 / 1000))")
+echo "peak: $cores cores x $core GFLOP/s / 8 ranks = $peak TFLOP/s per rank"
+meshes=(
+    "--dp 8"
+    "--tp 8"
+    "--pp 8"
+    "--tp 2 --dp 4"
+    "--cp 2 --dp 4"
+    "--pp 2 --dp 4"
+    "--dp 8 --zero 3"
+    "--tp 2 --cp 2 --dp 2"
+    "--tp 2 --pp 2 --dp 2"
+    "--cp 2 --pp 2 --dp 2"
+    "--tp 2 --cp 2 --pp 2"
+    "--tp 2 --cp 2 --pp 2 --sp --recompute selective"
+)
+for mesh in "${meshes[@]}"; do
+    read -r -a m <<<"$mesh"
+    line=$(mpirun -np 8 ./10_nd_llama/train "${model[@]}" "${m[@]}" --peak "$peak" --bench-csv "$out" "$@" |
+           grep '^cause: *compute')
+    printf '%-48s | %s\n' "$mesh" "$(echo "$line" | sed 's/^cause: *//; s/ (means.*//')"
+done
+echo "wrote $out"
