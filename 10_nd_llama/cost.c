@@ -38,6 +38,21 @@ static const struct { const char *key; cluster_t c; } clusters[] = {
              .gemm_eff = 0.30, .attn_eff = 0.10, .elementwise = 24, .mem_headroom = 1.0}},
 };
 
+static const struct { const char *name; model_config_t cfg; } model_presets[] = {
+    {"llama3-8b", {128256, 4096, 32, 32, 8, 128, 14336, 8192}},
+    {"llama3-70b", {128256, 8192, 80, 64, 8, 128, 28672, 8192}},
+    {"llama3-405b", {128256, 16384, 126, 128, 8, 128, 53248, 8192}},
+};
+
+int cost_model(model_config_t *c, const char *preset) {
+    for (size_t i = 0; i < sizeof model_presets / sizeof model_presets[0]; i++)
+        if (!strcmp(preset, model_presets[i].name)) {
+            *c = model_presets[i].cfg;
+            return 0;
+        }
+    return -1;
+}
+
 int cost_cluster(cluster_t *c, const char *preset) {
     for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++)
         if (!strcmp(preset, clusters[i].key)) {

@@ -82,6 +82,11 @@ typedef struct {
  * the caller's flags replace). Returns 0, or -1 when unknown. */
 int cost_cluster(cluster_t *c, const char *preset);
 
+/* Model presets: Llama 3's 8B, 70B and 405B shapes (Llama Team 2024, table
+ * 3; head dim 128, sequence 8192). "llama3-8b" etc.; 0, or -1 when unknown. */
+#define COST_MODEL_CHOICES "llama3-8b|llama3-70b|llama3-405b"
+int cost_model(model_config_t *c, const char *preset);
+
 /* Evaluate one plan for a global batch of `batch` sequences of cfg->seq
  * tokens. Returns 0, or -1 with the reason in out->why (it does not fit in
  * memory, the batch is too small for the pipeline, a degree does not divide

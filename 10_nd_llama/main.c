@@ -65,10 +65,11 @@ typedef struct {
     const char *name;
     int dim, layers, heads, kv_heads, ffn, vocab, seq, batch, micro;
 } nd_preset_t;
-/* The 405B preset's batch is one sequence per micro-batch on one replica
- * (pass --batch and --micro for others). */
+/* The 405B preset takes its shape from the planner's table (cost.h) and
+ * one sequence per micro-batch on one replica (pass --batch and --micro for
+ * others). */
 static const nd_preset_t presets[] = {
-    {"llama3-405b", 16384, 126, 128, 8, 53248, 128256, 8192, 16, 16},
+    {"llama3-405b", 0, 0, 0, 0, 0, 0, 0, 16, 16},
     {"nd-tiny", 32, 4, 4, 2, 128, 32, 16, 16, 4},
     {"nd-small", 128, 8, 8, 4, 384, 256, 64, 32, 4},
 };
@@ -261,10 +262,15 @@ static void apply_preset(train_t *tr, int argc, char **argv) {
     }
     for (size_t k = 0; name && k < ARRAY_LEN(presets); k++)
         if (strcmp(presets[k].name, name) == 0) {
-            const nd_preset_t *q = &presets[k];
+            nd_preset_t q = presets[k];
+            model_config_t c;
+            if (cost_model(&c, name) == 0) {
+                q.dim = c.dim; q.layers = c.layers; q.heads = c.heads; q.kv_heads = c.kv_heads;
+                q.ffn = c.ffn; q.vocab = c.vocab; q.seq = c.seq;
+            }
             train_opts_t *o = &tr->o;
-            o->dim = q->dim; o->layers = q->layers; o->heads = q->heads; o->kv_heads = q->kv_heads;
-            o->ffn = q->ffn; o->vocab = q->vocab; o->seq = q->seq; o->batch = q->batch; o->micro = q->micro;
+            o->dim = q.dim; o->layers = q.layers; o->heads = q.heads; o->kv_heads = q.kv_heads;
+            o->ffn = q.ffn; o->vocab = q.vocab; o->seq = q.seq; o->batch = q.batch; o->micro = q.micro;
             o->head_dim = 0;
         }
 }

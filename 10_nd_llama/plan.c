@@ -21,14 +21,6 @@
 #define PLAN_CSV_HEADER "rank,tp,cp,pp,dp,schedule,vpp,mbs,zero,recompute,weights_gb,grads_gb,optim_gb," \
                         "acts_gb,total_gb,bubble,step_s,tflops,mfu,hfu"
 
-typedef struct { const char *name; model_config_t cfg; } preset_t;
-/* Llama 3 (Llama Team 2024, table 3); head dim 128. */
-static const preset_t presets[] = {
-    {"llama3-8b", {128256, 4096, 32, 32, 8, 128, 14336, 8192}},
-    {"llama3-70b", {128256, 8192, 80, 64, 8, 128, 28672, 8192}},
-    {"llama3-405b", {128256, 16384, 126, 128, 8, 128, 53248, 8192}},
-};
-
 /* Llama 3's table 4: the 405B runs on H100s, 16M tokens per batch. */
 typedef struct { int gpus, tp, cp, pp, dp, seq, batch_per_dp; double tflops, mfu; } table4_row_t;
 static const table4_row_t table4[] = {
@@ -193,7 +185,7 @@ int main(int argc, char **argv) {
     double intra = 0, inter = 0, intra_us = -1, inter_us = -1, peak_tf = 0, mem_gbs = 0;
     model_config_t cfg = {0};
     arg_t flags[] = {
-        {"preset", ARG_CHOICE, &preset, "the model", "llama3-8b|llama3-70b|llama3-405b", 0, 0},
+        {"preset", ARG_CHOICE, &preset, "the model", COST_MODEL_CHOICES, 0, 0},
         {"dim", ARG_INT, &cfg.dim, "or the model by its shape: dimension", NULL, 0, 1e6},
         {"layers", ARG_INT, &cfg.layers, "layers", NULL, 0, 1e4},
         {"heads", ARG_INT, &cfg.heads, "heads", NULL, 0, 1e4},
@@ -266,7 +258,8 @@ int main(int argc, char **argv) {
         given = 0;
         for (int i = 1; i < argc; i++) given |= strncmp(argv[i], "--cp-overlap", 12) == 0;
         if (!given) cl.cp_overlap = 0;
-        model_config_t c = presets[2].cfg;
+        model_config_t c;
+        cost_model(&c, "llama3-405b");
         print_cluster(&cl);
         printf("model:   Llama 3 405B (126 layers, dim 16384, 128 heads, 8 kv, ffn 53248, vocab 128256); MFU with "
                "attention's %s FLOPs\n\n", cl.causal_credit ? "causal" : "whole-square");
@@ -339,14 +332,12 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    if (preset)
-        for (size_t i = 0; i < ARRAY_LEN(presets); i++)
-            if (!strcmp(preset, presets[i].name)) {
-                model_config_t given = cfg;
-                cfg = presets[i].cfg;
-                if (given.dim) cfg.dim = given.dim;
-                if (given.layers) cfg.layers = given.layers;
-            }
+    if (preset) {
+        model_config_t given = cfg;
+        cost_model(&cfg, preset);
+        if (given.dim) cfg.dim = given.dim;
+        if (given.layers) cfg.layers = given.layers;
+    }
     if (seq) cfg.seq = seq;
     if (!cfg.dim || !cfg.layers || !cfg.heads || !cfg.kv_heads || !cfg.ffn || !cfg.vocab || !cfg.seq)
         usage_error("give a --preset, or --dim --layers --heads --kv-heads --ffn --vocab --seq");
