@@ -73,7 +73,7 @@ numbers)  # NP [FLAGS...]: every number the summary prints against its formula o
                        if (busy + idle + other - step > 0.0021 || step - busy - idle - other > 0.0021)
                            fail("stage " st ": busy " busy " + idle " idle " + other " other " != step " step " ms")
                        if (other < -0.0011) fail("stage " st ": other " other " ms is negative")
-                       sum += pct; n++ }
+                       sum += got; n++ }   # from the ms figures: the printed 0.1% would add rounding
         /^ +stage [0-9]+: [0-9]+ \(promised/ { s = $2 + 0; held = $3 + 0; prom = $5 + 0
                        if (kind == "naive") want = 1; else if (kind == "gpipe") want = M
                        else if (kind == "1f1b") want = (P - s < M ? P - s : M)
@@ -89,7 +89,7 @@ numbers)  # NP [FLAGS...]: every number the summary prints against its formula o
             else f = (P - 1) / (M + P - 1)
             if (shown - 100 * f > 0.051 || 100 * f - shown > 0.051) fail("formula printed " shown "%, computed " 100 * f "%")
             if (n != P) fail(n " stage lines for " P " stages")
-            else if (measured - sum / n > 0.051 || sum / n - measured > 0.051)
+            else if (measured - sum / n > 0.08 || sum / n - measured > 0.08)
                 fail("measured bubble " measured "% is not the mean of the stages, " sum / n "%")
             want_b = 2 * M * (P * V - 1) * bytes
             if (sent != want_b || formula_b != want_b)
