@@ -14,5 +14,5 @@ sweep_begin() {
     rm -f "$out" "$runs"
 }
 sweep_end() {
-    awk -v keys="$1" -v by=step_ms -v extra="cores=$(nproc)" -f 03_ddp/repeats.awk "$runs" > "$out"
+    awk -v keys="$1" -v by=step_ms -v extra="cores=$(nproc)" -f scripts/repeats.awk "$runs" > "$out"
 }

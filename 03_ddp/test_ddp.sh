@@ -162,7 +162,7 @@ numbers)  # NP [FLAGS...]: every number the program prints, recomputed from the 
 repeats)  # repeats.awk on made-up runs: 3 repeats of "1,on", 2 of "1,off", 1 of "2,on"
     printf '%s\n' bucket_mb,overlap,step_ms,compute_ms 1,on,30,20 1,off,50,30 2,on,7,5 1,on,10,9 \
         1,off,40,35 1,on,20,15 > "$dir/runs.csv"
-    awk -v keys=bucket_mb,overlap -v by=step_ms -v extra=cores=2 -f 03_ddp/repeats.awk "$dir/runs.csv" | tee "$dir/sum.csv"
+    awk -v keys=bucket_mb,overlap -v by=step_ms -v extra=cores=2 -f scripts/repeats.awk "$dir/runs.csv" | tee "$dir/sum.csv"
     want='bucket_mb,overlap,step_ms,compute_ms,runs,step_ms_min,step_ms_max,cores
 1,on,20,15,3,10,30,2
 1,off,40,35,2,40,50,2

@@ -10,7 +10,7 @@
 # machine. So every policy runs REPEATS times (default 3), the policies
 # interleaved (every policy once, then every policy again), so that a change
 # in the machine's load spreads over all of them; the row kept is each
-# policy's median run by step time (03_ddp/repeats.awk), with the number of
+# policy's median run by step time (scripts/repeats.awk), with the number of
 # runs and the fastest and slowest step time appended.
 #   NP=1 STEPS=8 REPEATS=3 bash 06_checkpointing/sweep_recompute.sh plots/data/recompute.csv
 set -euo pipefail
@@ -30,7 +30,7 @@ for ((r = 1; r <= repeats; r++)); do
     done
     echo "repeat $r of $repeats done"
 done
-awk -F, -v keys=policy -v by=step_ms -f 03_ddp/repeats.awk "$tmp/runs.csv" > "$out"
+awk -F, -v keys=policy -v by=step_ms -f scripts/repeats.awk "$tmp/runs.csv" > "$out"
 # One line per policy from the rows kept (the chart's numbers).
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     { printf "%-10s acts %8.4f MB, high-water %8.4f MB | step %7.1f ms (%d runs: %.1f-%.1f) | recomputing %6.1f ms (model %6.1f) | MFU %4.1f%% HFU %4.1f%%\n",

@@ -1,7 +1,7 @@
 # repeats.awk: one row per configuration from repeated runs, so that a chart
 # shows the spread of a measurement instead of one draw of it.
 #
-#   awk -F, -v keys=bucket_mb,overlap,ranks -v by=step_ms -f 03_ddp/repeats.awk runs.csv
+#   awk -F, -v keys=bucket_mb,overlap,ranks -v by=step_ms -f scripts/repeats.awk runs.csv
 #
 # The input is a CSV with a header (03_ddp/ddp's --bench-csv rows, one per
 # run). Rows with the same values in the `keys` columns are repeats of one
