@@ -65,7 +65,7 @@ BEGIN {
     # 1. Llama 3 70B on 512 GPUs, 512 sequences of 8,192
     want("ex1_tp", b[1], 0, "the planner'"'"'s first row"); want("ex1_cp", b[2], 0, "the planner'"'"'s first row")
     want("ex1_pp", b[3], 0, "the planner'"'"'s first row"); want("ex1_dp", b[4], 0, "the planner'"'"'s first row")
-    want("ex1_step_s", b[5], 0.01, "the planner'"'"'s first row"); want("ex1_mfu_percent", b[6], 0.01, "the planner'"'"'s first row")
+    want("ex1_step_s", b[5], 0.002, "the planner'"'"'s first row"); want("ex1_mfu_percent", b[6], 0.002, "the planner'"'"'s first row")
     # 2. table 4, row 2 (tp 8, pp 16, dp 128, ZeRO-1): the last stage'"'"'s GPU, 8 layers and the head
     P = 8 * layer_params(16384, 128, 8, 128, 53248, 8) + 128256 / 8 * 16384 + 16384
     want("ex2_params_billion", P / 1e9, 0.005, "8 layers + lm_head + final norm, cut 8 ways")
@@ -75,11 +75,11 @@ BEGIN {
     # 3. 16 micro-batches, 16 stages, 8 chunks
     want("ex3_bubble_percent", 100 * 15 / (8 * 16), 0.005, "(pp - 1) / (v m)")
     # 4. --llama3-table4 --tp-overlap 1
-    for (i = 1; i <= 3; i++) want("ex4_row" i "_mfu_percent", o[i], 0.01, "the planner with every tp byte hidden")
+    for (i = 1; i <= 3; i++) want("ex4_row" i "_mfu_percent", o[i], 0.002, "the planner with every tp byte hidden")
     # 5. row 2 with ZeRO-3
-    want("ex5_dp_s", z[1], 0.01, "the dp term of the breakdown")
+    want("ex5_dp_s", z[1], 0.002, "the dp term of the breakdown")
     want("ex5_dp_passes_over_zero1", 3 * 16 / 2, 0, "3 passes per micro-batch x 16 micro-batches / 2 per step")
-    want("ex5_mfu_percent", z[2], 0.01, "the planner'"'"'s MFU for the plan")
+    want("ex5_mfu_percent", z[2], 0.002, "the planner'"'"'s MFU for the plan")
 }
 END {
     right = grade()
