@@ -9,14 +9,7 @@
 # ZeRO paper's bytes per parameter. A wrong answer is told how far off it
 # is, not what the answer is. Exit status 0 when every answer is right.
 #   bash 04_fsdp/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 04_fsdp/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 
 # The expected values; reading and grading the answers is scripts/check_answers.awk.
 program='
@@ -77,10 +70,5 @@ BEGIN {
     want("ex5_suite_zero1_bytes_64_ranks", 2 + 4 + 16 / N, 0.005,
          "bf16 weights + whole fp32 gradients + 16/N (gradient shard, master, m, v)")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 04: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("04") }'
+check "$program"

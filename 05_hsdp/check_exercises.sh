@@ -9,14 +9,7 @@
 # and the 16 P / K of memory. A wrong answer is told how far off it is, not
 # what the answer is. Exit status 0 when every answer is right.
 #   bash 05_hsdp/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 05_hsdp/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 
 # The expected values; reading and grading the answers is scripts/check_answers.awk.
 program='
@@ -59,10 +52,5 @@ BEGIN {
     want("ex3_hsdp_gb", 16 * 70e9 / 8 / 1e9, 0.005, "16 P / K with K = 8")
     want("ex3_least_k_for_80gb", 16 * 70e9 / 80e9, 0, "the least K with 16 P / K <= 80 GB")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 05: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("05") }'
+check "$program"

@@ -10,14 +10,7 @@
 # goodput. A wrong answer is told how far off it is, not what the answer is.
 # Exit status 0 when every answer is right.
 #   bash 06_checkpointing/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 06_checkpointing/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 ckpt=$root/06_checkpointing/ckpt
 [ -x "$ckpt" ] || { echo "error: $ckpt is not built: run make first" >&2; exit 2; }
 
@@ -64,11 +57,6 @@ program='BEGIN {
     want("ex5_goodput_10s", l[2], 0.002, "Daly goodput at Young interval")
     want("ex5_restart_factor", exp(-600 / 10012), 0.002, "e^(-R/M): what remains as delta -> 0")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 06: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -v sizes="$sizes" -v flops="$flops" -v sync="$sync" -v background="$background" -v llama="$llama" \
-    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("06") }'
+check "$program" -v sizes="$sizes" -v flops="$flops" -v sync="$sync" -v background="$background" \
+    -v llama="$llama"

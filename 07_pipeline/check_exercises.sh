@@ -8,14 +8,7 @@
 # far off it is, not what the answer is. Exit status 0 when every answer is
 # right.
 #   bash 07_pipeline/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 07_pipeline/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 pipeline=$root/07_pipeline/pipeline
 [ -x "$pipeline" ] || { echo "error: $pipeline is not built: run make first" >&2; exit 2; }
 
@@ -50,11 +43,6 @@ program='BEGIN {
     # 4. zero bubble: ZB-H1 against 1F1B with t_F = t_B = t_W
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 07: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" -v h_inter="$h_inter" \
-    -v h_1f1b="$h_1f1b" -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("07") }'
+check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
+    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b"

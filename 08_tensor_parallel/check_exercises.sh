@@ -8,14 +8,7 @@
 # and tp_acts_formula). A wrong answer is told how far off it is, not what
 # the answer is. Exit status 0 when every answer is right.
 #   bash 08_tensor_parallel/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 08_tensor_parallel/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 
 # The expected values; reading and grading the answers is scripts/check_answers.awk.
 program='
@@ -46,10 +39,5 @@ BEGIN {
     want("ex4_backward_kb", 4 * (1 / 2) * X / 1e3, 0.001, "the two backward all-gathers gone: 4f X")
     want("ex4_extra_acts_mb", 4 * 2 * X / 1e6, 0.001, "two (n, dim) buffers per layer, 4 layers")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 08: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("08") }'
+check "$program"

@@ -8,14 +8,7 @@
 # what its cores counted. A wrong answer is told how far off it is, not
 # what the answer is. Exit status 0 when every answer is right.
 #   bash 09_context_parallel/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 09_context_parallel/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 
 # The expected values; reading and grading the answers is scripts/check_answers.awk.
 program='
@@ -47,10 +40,5 @@ BEGIN {
     want("ex4_slowest_over_balanced", pairs_in_order(1, 1, 1024, 2, 1) / pairs_balanced(1, 1, 1024, 2), 0.01,
          "rank C-1 in order (C - 1/2 blocks) against C/2 blocks")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 09: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("09") }'
+check "$program"

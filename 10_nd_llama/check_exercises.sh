@@ -10,14 +10,7 @@
 # is told how far off it is, not what the answer is. Exit status 0 when
 # every answer is right.
 #   bash 10_nd_llama/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 10_nd_llama/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 plan=$root/10_nd_llama/plan
 [ -x "$plan" ] || { echo "error: $plan is not built: run make first" >&2; exit 2; }
 
@@ -81,11 +74,5 @@ BEGIN {
     want("ex5_dp_passes_over_zero1", 3 * 16 / 2, 0, "3 passes per micro-batch x 16 micro-batches / 2 per step")
     want("ex5_mfu_percent", z[2], 0.002, "the planner'"'"'s MFU for the plan")
 }
-END {
-    right = grade()
-    unknown()
-    printf "chapter 10: %d of %d answers right\n", right, n
-    exit right == n ? 0 : 1
-}'
-awk -v best="$best" -v overlap="$overlap" -v zero3="$zero3" \
-    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+END { finish("10") }'
+check "$program" -v best="$best" -v overlap="$overlap" -v zero3="$zero3"

@@ -31,3 +31,11 @@ function unknown(skip,   k) {
     value = kv[2]; gsub(/[[:space:]]/, "", value)
     given[name] = value; seen[name] = 1
 }
+# The END of a checker whose every answer is a want(): one line per answer,
+# the names that are no answer, the count, exit status 0 when all are right.
+function finish(chapter,   right) {
+    right = grade()
+    unknown()
+    printf "chapter %s: %d of %d answers right\n", chapter, right, n
+    exit right == n ? 0 : 1
+}
