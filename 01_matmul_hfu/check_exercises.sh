@@ -9,14 +9,7 @@
 # far off it is, not what the answer is. Exit status 0 when every answer is
 # right.
 #   bash 01_matmul_hfu/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 01_matmul_hfu/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 ref=$here/reference/h100_hfu.csv
 shapes=$here/reference/h100_llama405b_tp8_shapes.jsonl
 
@@ -76,6 +69,5 @@ END {
     printf "chapter 01: %d of %d answers right\n", right, total
     exit right == total ? 0 : 1
 }'
-awk -v bf16_8k_ms="$bf16_8k_ms" -v fp32_8k_ms="$fp32_8k_ms" \
-    -v w2_m="$w2_m" -v w2_k="$w2_k" -v w2_n="$w2_n" -v w2_ms="$w2_ms" -v peak="$peak" \
-    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+check "$program" -v bf16_8k_ms="$bf16_8k_ms" -v fp32_8k_ms="$fp32_8k_ms" \
+    -v w2_m="$w2_m" -v w2_k="$w2_k" -v w2_n="$w2_n" -v w2_ms="$w2_ms" -v peak="$peak"

@@ -8,14 +8,7 @@
 # how far off it is, not what the answer is. Exit status 0 when every
 # answer is right.
 #   bash 02_allreduce/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 02_allreduce/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 
 # The expected values; reading and grading the answers is scripts/check_answers.awk.
 program='BEGIN {
@@ -50,4 +43,4 @@ END {
     printf "chapter 02: %d of %d answers right\n", right, total
     exit right == total ? 0 : 1
 }'
-awk -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+check "$program"

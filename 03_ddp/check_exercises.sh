@@ -8,14 +8,7 @@
 # how far off it is, not what the answer is. Exit status 0 when every answer
 # is right.
 #   bash 03_ddp/check_exercises.sh my_answers.txt
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-answers=${1:-$here/answers.txt}
-if [ ! -f "$answers" ]; then
-    echo "error: no answers file $answers: copy 03_ddp/answers.sample to it and fill it in" >&2
-    exit 2
-fi
+source "$(dirname "$0")/../scripts/exercises.sh"
 # Exercise 7 reads your scaling sweep: tokens/s of the median run per rank count.
 scaling=${SCALING_CSV:-$root/plots/data/ddp_scaling.csv}
 tok() { [ -s "$scaling" ] && awk -F, -v n="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -73,5 +66,4 @@ END {
     printf "chapter 03: %d of %d answers right\n", right, total
     exit right == total ? 0 : 1
 }'
-awk -v t1="${t1:-0}" -v t2="${t2:-0}" -v t4="${t4:-0}" -v scaling="$scaling" \
-    -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+check "$program" -v t1="${t1:-0}" -v t2="${t2:-0}" -v t4="${t4:-0}" -v scaling="$scaling"

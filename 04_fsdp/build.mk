@@ -1,2 +1,10 @@
 PROGRAMS += 04_fsdp/fsdp
 04_fsdp/fsdp: $(call objects,04_fsdp/main.c 04_fsdp/fsdp.c)
+
+# The exercises' numeric answers (README.md, "Exercises"), from
+# 04_fsdp/answers.txt: make check-exercises (every chapter) or
+# make check-exercises-04.
+check-exercises: check-exercises-04
+check-exercises-04:
+	@bash 04_fsdp/check_exercises.sh
+.PHONY: check-exercises check-exercises-04

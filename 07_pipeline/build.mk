@@ -4,3 +4,11 @@ PROGRAMS += 07_pipeline/pipeline
 
 TEST_PROGRAMS += build/tests/unit_schedule
 build/tests/unit_schedule: $(call objects,tests/unit_schedule.c 07_pipeline/schedule.c)
+
+# The exercises' numeric answers (README.md, "Exercises"), from
+# 07_pipeline/answers.txt: make check-exercises (every chapter) or
+# make check-exercises-07.
+check-exercises: check-exercises-07
+check-exercises-07: 07_pipeline/pipeline
+	@bash 07_pipeline/check_exercises.sh
+.PHONY: check-exercises check-exercises-07

@@ -1,2 +1,10 @@
 PROGRAMS += 09_context_parallel/cp
 09_context_parallel/cp: $(call objects,09_context_parallel/main.c 09_context_parallel/cp.c)
+
+# The exercises' numeric answers (README.md, "Exercises"), from
+# 09_context_parallel/answers.txt: make check-exercises (every chapter) or
+# make check-exercises-09.
+check-exercises: check-exercises-09
+check-exercises-09:
+	@bash 09_context_parallel/check_exercises.sh
+.PHONY: check-exercises check-exercises-09

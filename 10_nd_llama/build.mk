@@ -5,3 +5,11 @@ ND_SOURCES := 10_nd_llama/main.c 10_nd_llama/cost.c 04_fsdp/fsdp.c 06_checkpoint
               07_pipeline/schedule.c 07_pipeline/executor.c 08_tensor_parallel/tp.c 09_context_parallel/cp.c
 PROGRAMS += 10_nd_llama/train
 10_nd_llama/train: $(call objects,$(ND_SOURCES))
+
+# The exercises' numeric answers (README.md, "Exercises"), from
+# 10_nd_llama/answers.txt: make check-exercises (every chapter) or
+# make check-exercises-10.
+check-exercises: check-exercises-10
+check-exercises-10: 10_nd_llama/plan
+	@bash 10_nd_llama/check_exercises.sh
+.PHONY: check-exercises check-exercises-10

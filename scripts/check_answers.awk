@@ -2,10 +2,12 @@
 # values: reading an answers file of "name = number" lines (# starts a
 # comment, a blank value is "not yet") and grading each answer against its
 # expected value within a relative tolerance. A wrong answer is told how far
-# off it is and the hint, never the value. Used by NN_*/check_exercises.sh as
+# off it is and the hint, never the value. Used by NN_*/check_exercises.sh
+# through scripts/exercises.sh's check, as
 #   awk -f scripts/check_answers.awk -f <(the chapter's BEGIN and END) ANSWERS
-# where BEGIN calls want() for every answer and END calls grade(), which
-# prints one line per answer and returns the number right, then unknown().
+# where BEGIN calls want() for every answer and END calls finish(), or
+# grade() (one line per answer; returns the number right) and unknown()
+# itself when some answers need more than a want().
 function want(name, value, tol, hint) { order[++n] = name; expect[name] = value; tolerance[name] = tol; hints[name] = hint }
 function num(k) { return (k in given) && given[k] ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
 function grade(   i, k, d, right) {
@@ -30,4 +32,12 @@ function unknown(skip,   k) {
     name = kv[1]; gsub(/[[:space:]]/, "", name)
     value = kv[2]; gsub(/[[:space:]]/, "", value)
     given[name] = value; seen[name] = 1
+}
+# The END of a checker whose every answer is a want(): one line per answer,
+# the names that are no answer, the count, exit status 0 when all are right.
+function finish(chapter,   right) {
+    right = grade()
+    unknown()
+    printf "chapter %s: %d of %d answers right\n", chapter, right, n
+    exit right == n ? 0 : 1
 }
