@@ -65,14 +65,14 @@ FNR == NR { n = split($0, p, "/"); file[$0] = 1; d = ""
             for (i = 1; i < n; i++) { d = d (i > 1 ? "/" : "") p[i]; folder[d] = 1 }
             next }
 FNR == 1 { fence = "" }
-/^ {0,3}(```|~~~)/ { f = substr($0, match($0, /[`~]/), 3)             # a code fence opens or closes
+/^ ? ? ?(```|~~~)/ { f = substr($0, match($0, /[`~]/), 3)             # a code fence opens or closes
                      if (fence == "") fence = f; else if (f == fence) fence = ""
                      next }
 fence != "" { next }
 {
     line = $0
     gsub(/``[^`]*``|`[^`]*`/, "", line)          # code spans are not links
-    if (match(line, /^ {0,3}\[[^]]+\]:[ \t]*[^ \t]+/)) {
+    if (match(line, /^ ? ? ?\[[^]]+\]:[ \t]*[^ \t]+/)) {
         t = substr(line, RSTART, RLENGTH); sub(/^[^]]*\]:[ \t]*/, "", t); check(t); links++
     }
     while (match(line, /\]\([^)]*\)/)) {
