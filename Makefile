@@ -3,6 +3,7 @@
 #   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU)
 #   make demo       the main job on this machine, then its charts
 #   make plots      redraw every chart from the CSV files present
+#   make reference-charts  copy plots/ over the charts the READMEs show (NN_*/figures/)
 #   make deps       install the Debian packages the suite needs (if missing)
 #   make clean
 # Knobs: CUDA=0 leaves the CUDA backend out (default: built when nvcc is
@@ -112,8 +113,11 @@ demo: deps
 plots:
 	@bash scripts/plots.sh
 
+reference-charts:
+	@bash scripts/reference_charts.sh
+
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
-.PHONY: all deps test demo plots clean
+.PHONY: all deps test demo plots reference-charts clean
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -32,14 +32,15 @@ set ylabel "goodput: useful steps' time / wall time"
 set logscale x
 set xrange [X_min / 4 : X_max * 4]
 set yrange [0:1.05]
-set key at graph 0.99, graph 0.87 right top box opaque maxcols 1 font ",10"   # where no curve runs: the curves end in the bottom corners
+set key below box maxrows 3 font ",10" height 1   # below the axes: inside, the points can land anywhere
+set bmargin 9
 if (exists("YS_mean")) {
     set arrow 1 from YS_mean, graph 0.3 to YS_mean, graph 1 nohead dt 2 lc rgb "#1f77b4"
-    set label 1 sprintf("synchronous: Young %.2f s, Daly %.2f s", YS_mean, DYS_mean) at YS_mean * 1.05, graph 0.97 font ",9" tc rgb "#1f77b4"
+    set label 1 sprintf("synchronous: Young %.2f s, Daly %.2f s", YS_mean, DYS_mean) at YS_mean / 1.05, graph 0.97 right font ",9" tc rgb "#1f77b4"
 }
 if (exists("YA_mean")) {
     set arrow 2 from YA_mean, graph 0.3 to YA_mean, graph 1 nohead dt 2 lc rgb "#d62728"
-    set label 2 sprintf("background: Young %.2f s, Daly %.2f s", YA_mean, DYA_mean) at YA_mean * 1.05, graph 0.92 font ",9" tc rgb "#d62728"
+    set label 2 sprintf("background: Young %.2f s, Daly %.2f s", YA_mean, DYA_mean) at YA_mean / 1.05, graph 0.92 right font ",9" tc rgb "#d62728"
 }
 plot csv skip 1 using (is("model", "sync") ? $4 : NaN):8 with lines ls 1 title "Daly's model, synchronous", \
      csv skip 1 using (is("measured", "sync") ? $4 : NaN):8 with points ls 1 ps 1.6 title "measured, synchronous", \

@@ -16,7 +16,7 @@ const char *const recompute_name[4] = {"none", "selective", "full", "block"};
 /* The presets, by the name --cluster takes. */
 static const struct { const char *key; cluster_t c; } clusters[] = {
     /* H100 SXM nodes of 8 GPUs (Llama 3's training cluster). Measured on one
-     * H100 with this suite's tools at Llama 3 405B's per-GPU shapes under TP 8
+     * H100 with PyTorch 2.11 at Llama 3 405B's per-GPU shapes under TP 8
      * (shipped in 01_matmul_hfu/reference/h100_llama405b_tp8_shapes.jsonl): bf16 GEMMs
      * 66-80% of the peak, 76% weighted by their FLOPs; causal flash attention
      * forward + backward 47-48% (on causal FLOPs); device copies 3.0 TB/s.
