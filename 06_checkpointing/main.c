@@ -142,7 +142,7 @@ static void report(train_t *tr, ckpt_prog_t *p) {
                 c.head / 1e6, c.scratch / 1e6, rec_l, rec_a, 100 * extra / model_flops,
                 ms, tr->sum_fwd / tr->timed, tr->sum_bwd / tr->timed, (mt->rec_s + mt->attn_rec_s) / steps * 1e3,
                 (mt->rec_layers * per_layer + mt->attn_rec * per_attn) / steps * 1e3, 100 * mfu, 100 * hfu);
-        fclose(b);
+        out_close(b, p->bench_csv);
     }
 }
 
