@@ -351,18 +351,25 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
     s->bytes = total;
     s->parts = (int)sums[1];
     if (tr->dist.rank == 0) {
-        /* Saves that never finished (a crash) give their space back. The
-         * complete sets all stay until this one is complete too (the commit
-         * prunes): on a short disk the save is refused, and the newest
-         * checkpoint is still there to resume from. */
+        /* Saves that never finished (a crash) give their space back. On a
+         * short disk one older checkpoint may go first, but never the newest
+         * complete one: until this set is complete, it is the only way back.
+         * If there is still no room, the save is refused. */
         ckpt_remove_tmp(o->ckpt_dir);
         long long room = ckpt_free_bytes(o->ckpt_dir);
         double need = total + 4096.0 * (s->parts + 3);   /* each file's last block, the directory */
+        long have[64];
+        if (room >= 0 && room < need && o->ckpt_keep > 1 && ckpt_list(o->ckpt_dir, have, 64) >= o->ckpt_keep) {
+            ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
+            long long before = room;
+            room = ckpt_free_bytes(o->ckpt_dir);
+            say("ckpt:    %.2f MB free, %.2f MB needed: removed the oldest checkpoint first (%.2f MB free now)\n",
+                before / 1e6, need / 1e6, room / 1e6);
+        }
         if (room >= 0 && room < need)
-            die("not enough space in %s for the checkpoint of step %ld: it needs %.2f MB, %.2f MB are free "
-                "(%.2f MB missing); older checkpoints are removed only once a new one is complete, so the "
-                "disk must hold --ckpt-keep %d + 1 of them", o->ckpt_dir, step, need / 1e6, room / 1e6,
-                (need - room) / 1e6, o->ckpt_keep);
+            die("not enough space in %s for the checkpoint of step %ld: it needs %.1f MB, %.1f MB are free "
+                "(%.1f MB missing); the newest complete checkpoint stays until a new one is complete",
+                o->ckpt_dir, step, need / 1e6, room / 1e6, (need - room) / 1e6);
         if (mkdir(s->tmp, 0755) != 0) die("cannot create %s: %s", s->tmp, strerror(errno));
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
