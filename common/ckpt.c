@@ -358,6 +358,16 @@ void ckpt_remove_tmp(const char *dir) {
     }
 }
 
+void ckpt_remove_after(const char *dir, long step) {
+    long steps[4096];
+    int n = ckpt_list(dir, steps, 4096);
+    char set[4200];
+    for (int i = 0; i < n && steps[i] > step; i++) {
+        ckpt_set_path(set, sizeof set, dir, steps[i], 0);
+        ckpt_remove_set(set);
+    }
+}
+
 void ckpt_prune(const char *dir, int keep) {
     long steps[4096];
     int n = ckpt_list(dir, steps, 4096);

@@ -95,6 +95,11 @@ int ckpt_list_tmp(const char *dir, long *steps, int max);
 /* Whether dir is itself one set (named step_N, or holding meta.ckpt): a
  * checkpoint directory given one level too deep. */
 int ckpt_is_set(const char *dir);
+/* Remove every complete set of a step after `step`: the sets of a run that
+ * this one replaced (a fresh run in the same directory, or a resume that
+ * fell back past damaged sets). Otherwise pruning, which keeps the newest
+ * steps, would keep those and remove this run's own. */
+void ckpt_remove_after(const char *dir, long step);
 /* Remove every .tmp set. */
 void ckpt_remove_tmp(const char *dir);
 /* Remove every set but the newest `keep`, and every .tmp set. Only after a

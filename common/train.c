@@ -360,6 +360,7 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
         double need = total + 4096.0 * (s->parts + 3);   /* each file's last block, the directory */
         long have[64];
         if (room >= 0 && room < need && o->ckpt_keep > 1 && ckpt_list(o->ckpt_dir, have, 64) >= o->ckpt_keep) {
+            ckpt_remove_after(o->ckpt_dir, step - 1);   /* this step's own older save too: the commit replaces it */
             ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
             long long before = room;
             room = ckpt_free_bytes(o->ckpt_dir);
@@ -430,6 +431,7 @@ void train_ckpt_commit(train_t *tr, train_ckpt_t *s) {
         ckpt_save(&ck, path);
         ckpt_remove_set(set);   /* an older save of this same step */
         if (rename(s->tmp, set) != 0) die("renaming %s to %s: %s", s->tmp, set, strerror(errno));
+        ckpt_remove_after(o->ckpt_dir, s->step);
         ckpt_prune(o->ckpt_dir, o->ckpt_keep);
         say("ckpt:    %s (%d part%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s",
             s->bytes / 1e6, (now_s() - s->t0) * 1e3);

@@ -111,6 +111,15 @@ resume-set-dir)  # --ckpt-dir names one step's set instead of the directory of s
     run 2 "$dir/a.log" $DDP "${DDP_TINY[@]}" --steps 2 --ckpt-dir "$dir/ckpt"
     refused 2 "$dir/b.log" "is one checkpoint set, not a checkpoint directory" \
         $DDP "${DDP_TINY[@]}" --steps 4 --ckpt-dir "$dir/ckpt/step_00000002" --resume ;;
+fresh-run-over-later-set)  # a new run in a directory holding an earlier job's step 10: its own saves
+    # are what it keeps (--ckpt-keep 1), so after a crash it resumes from its step 4, not from step 10
+    run 2 "$dir/a.log" $DDP "${DDP_TINY[@]}" --steps 10 --ckpt-every 10 --ckpt-dir "$dir/ckpt"
+    if mpirun -np 2 $DDP "${DDP_TINY[@]}" --steps 10 --ckpt-every 2 --ckpt-keep 1 --ckpt-dir "$dir/ckpt" \
+        --crash-in-save 6 >"$dir/b.log" 2>&1; then echo "error: the crash in the save did not happen"; exit 1; fi
+    echo "left: $(cd "$dir/ckpt" && echo step_*)"
+    run 2 "$dir/c.log" $DDP "${DDP_TINY[@]}" --steps 10 --ckpt-every 2 --ckpt-keep 1 --ckpt-dir "$dir/ckpt" --resume
+    grep '^resume' "$dir/c.log"
+    grep -q '^resume: .* continuing at step 5$' "$dir/c.log" || { echo "error: did not resume at step 5"; exit 1; } ;;
 supervise-after-incomplete)  # a job whose first save never finished starts over under the supervisor
     mkdir -p "$dir/ckpt/step_00000002.tmp"
     bash 06_checkpointing/supervise.sh --np 2 -- ./06_checkpointing/ckpt "${DDP_TINY[@]}" --steps 4 \
