@@ -76,9 +76,11 @@ typedef void (*visit_fn)(void *ctx, const par_t *p, const cost_t *o, int ok);
 static void search(const model_config_t *c, long batch, const cluster_t *cl, int gpus, int dtype,
                    visit_fn visit, void *ctx, int tp_fix, int cp_fix, int pp_fix) {
     static const int mbs_list[] = {1, 2, 4};
-    for (int tp = 1; tp <= cl->node; tp *= 2)
-        for (int cp = 1; cp <= 64; cp *= 2)
-            for (int pp = 1; pp <= 64 && pp <= c->layers; pp *= 2) {
+    /* tp x cp x pp at most the GPUs: the product stays an int (the cpu
+     * cluster's node is 2^20 GPUs, times 64 x 64 would wrap to 0) */
+    for (int tp = 1; tp <= cl->node && tp <= gpus; tp *= 2)
+        for (int cp = 1; cp <= 64 && tp * cp <= gpus; cp *= 2)
+            for (int pp = 1; pp <= 64 && pp <= c->layers && tp * cp * pp <= gpus; pp *= 2) {
                 if (gpus % (tp * cp * pp)) continue;
                 if ((tp_fix && tp != tp_fix) || (cp_fix && cp != cp_fix) || (pp_fix && pp != pp_fix)) continue;
                 int dp = gpus / (tp * cp * pp);
