@@ -358,14 +358,14 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
         ckpt_remove_tmp(o->ckpt_dir);
         long long room = ckpt_free_bytes(o->ckpt_dir);
         double need = total + 4096.0 * (s->parts + 3);   /* each file's last block, the directory */
-        long have[64];
-        if (room >= 0 && room < need && o->ckpt_keep > 1 && ckpt_list(o->ckpt_dir, have, 64) >= o->ckpt_keep) {
+        if (room >= 0 && room < need && o->ckpt_keep > 1) {
             ckpt_remove_after(o->ckpt_dir, step - 1);   /* this step's own older save too: the commit replaces it */
             ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
             long long before = room;
             room = ckpt_free_bytes(o->ckpt_dir);
-            say("ckpt:    %.2f MB free, %.2f MB needed: removed the oldest checkpoint first (%.2f MB free now)\n",
-                before / 1e6, need / 1e6, room / 1e6);
+            if (room > before)
+                say("ckpt:    %.2f MB free, %.2f MB needed: removed the oldest checkpoint first (%.2f MB free now)\n",
+                    before / 1e6, need / 1e6, room / 1e6);
         }
         if (room >= 0 && room < need)
             die("not enough space in %s for the checkpoint of step %ld: it needs %.1f MB, %.1f MB are free "
