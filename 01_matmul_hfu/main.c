@@ -252,7 +252,8 @@ static void list_peaks(FILE *csv) {
 /* ---- the matmul sweep ---------------------------------------------------- */
 
 static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVARIANTS],
-                 int named, int warmup, int iters, double peak_override, FILE *csv, uint64_t seed) {
+                 int named, int warmup, int iters, double peak_override, FILE *csv, const char *csv_path,
+                 uint64_t seed) {
     int wrong = 0;
     if (want[OPENBLAS_BF16] && !matmul_openblas_has_sbgemm()) {
         say("skipped: openblas_bf16: this OpenBLAS has no cblas_sbgemm (built without BUILD_BFLOAT16)\n");
@@ -329,7 +330,7 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
                         flops / 1e12, peak / 1e12);
                 if (peak > 0) fprintf(csv, "%.6g\n", 100.0 * hfu);
                 else fprintf(csv, "nan\n");
-                fflush(csv);
+                out_flush(csv, csv_path);
             }
             if (v == OPENBLAS_SGEMM || v == CUBLAS_FP32) fp32_lib_ms = ms;
             const int own = v <= CPU_V3 || v == CUDA_NAIVE || v == CUDA_TILED;
@@ -494,7 +495,7 @@ int main(int argc, char **argv) {
         FILE *pc = c.csv ? csv_open(c.csv, "gpu,year,flagship,fp32_tflops,tf32_tflops,fp16_tflops,"
                                            "bf16_tflops,fp8_tflops,tensor_cores,source") : NULL;
         list_peaks(pc);
-        if (pc) fclose(pc);
+        if (pc) out_close(pc, c.csv);
         dist_finalize();
         return 0;
     }
@@ -531,12 +532,12 @@ int main(int argc, char **argv) {
                          hidden ? hidden : gpu ? 16384 : 4096, warmup, iters, peak_override,
                          (uint64_t)c.seed);
     } else {
-        const int wrong = sweep(&d, sizes, nsizes, want, named, warmup, iters, peak_override, csv,
+        const int wrong = sweep(&d, sizes, nsizes, want, named, warmup, iters, peak_override, csv, c.csv,
                                 (uint64_t)c.seed);
         if (wrong) fprintf(stderr, "error: %d result%s wrong (see the table)\n", wrong, wrong == 1 ? "" : "s");
         status = wrong ? 1 : 0;
     }
-    if (csv) fclose(csv);
+    if (csv) out_close(csv, c.csv);
     device_finalize(&d);
     dist_finalize();
     return status;

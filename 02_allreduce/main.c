@@ -360,14 +360,14 @@ int main(int argc, char **argv) {
                         bench_ops[op].name, label, d.world, rows[i].bytes, rows[i].count,
                         dtype_name(dt), rows[i].time_us, rows[i].time_min, rows[i].time_max,
                         rows[i].algbw, rows[i].busbw, rows[i].model_us, rows[i].wrong);
-            if (csv) fflush(csv);
+            if (csv) out_flush(csv, ca.csv);
         }
     }
 
     if (total_wrong > 0) say("\n# wrong elements: %lld\n", total_wrong);
     else say("\n# wrong elements: 0%s\n", h.check ? " (every result exact)" : " (not checked)");
     if (csv) {
-        fclose(csv);
+        out_close(csv, ca.csv);
         say("# rows appended to %s\n", ca.csv);
     }
     free(rows); free(xs); free(ts); free(totals);

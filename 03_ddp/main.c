@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
                 ddp.no_overlap ? "off" : "on", tr.dp, ddp.gs.nbuckets,
                 tr.model.size * dtype_size(tr.dtype) / 1e6, ms, ms - ex, ex, tr.global_tokens,
                 tr.global_tokens / (ms / 1e3), tr.dev.threads);
-        fclose(b);
+        out_close(b, ddp.bench_csv);
     }
     say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
         tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");

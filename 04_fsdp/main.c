@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
         int kinds[5] = {MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_COMM, MEM_ACTS};
         for (int i = 0; i < 5; i++) fprintf(b, "%.4f,", (double)ms->peak[kinds[i]] / 1e6);
         fprintf(b, "%.4f,%.4f,%.4f,%.4f\n", mp.state / 1e6, mp.paper / 1e6, sent / 1e6, sent_pred / 1e6);
-        fclose(b);
+        out_close(b, bench_csv);
     }
     fsdp_free(&f);
     train_finish(&tr);

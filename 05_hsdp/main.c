@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
                 tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0, tr.o.node_size ? tr.o.inter_us : 0,
                 fo.zero, dtype_name(tr.dtype), step_ms, ex, cross[0] / 1e6, cross[1] / 1e6, link_ms, sent / 1e6,
                 mem / 1e6);
-        fclose(o);
+        out_close(o, bench_csv);
     }
     fsdp_free(&f);
     comm_destroy(&shard);

@@ -78,9 +78,22 @@ static void after_step(train_t *tr, void *ctx, long step, int ckpt_due) {
  * interval (a grid around Young's), or at the interval TAU alone. */
 static void goodput_model(const char *s) {
     double delta, mtbf, restart, tau;
-    int n = sscanf(s, "%lf,%lf,%lf,%lf", &delta, &mtbf, &restart, &tau);
-    if (n < 3 || !(delta > 0) || !(mtbf > 0) || !(restart >= 0) || (n == 4 && !(tau > 0)))
-        usage_error("--goodput-model %s: want DELTA,MTBF,RESTART[,TAU] in seconds, like 0.1,10,1.5", s);
+    const arg_t field[4] = {   /* each a finite number, checked as a flag's value */
+        {"goodput-model DELTA", ARG_DOUBLE, &delta, NULL, NULL, 0, 0},
+        {"goodput-model MTBF", ARG_DOUBLE, &mtbf, NULL, NULL, 0, 0},
+        {"goodput-model RESTART", ARG_DOUBLE, &restart, NULL, NULL, 0, 0},
+        {"goodput-model TAU", ARG_DOUBLE, &tau, NULL, NULL, 0, 0},
+    };
+    char buf[256], *rest = buf, *tok;
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    while ((tok = strsep(&rest, ",")) != NULL) {
+        if (n == 4 || strlen(s) >= sizeof buf) { n = 5; break; }
+        args_set(&field[n++], tok);
+    }
+    if (n < 3 || n > 4 || !(delta > 0) || !(mtbf > 0) || !(restart >= 0) || (n == 4 && !(tau > 0)))
+        usage_error("--goodput-model %s: want DELTA,MTBF,RESTART[,TAU] in seconds (DELTA, MTBF and TAU "
+                    "above 0, RESTART 0 or more), like 0.1,10,1.5", s);
     if (n == 4) {
         printf("%.6g,%.6g\n", tau, daly_goodput(tau, delta, restart, mtbf));
         return;
@@ -142,7 +155,7 @@ static void report(train_t *tr, ckpt_prog_t *p) {
                 c.head / 1e6, c.scratch / 1e6, rec_l, rec_a, 100 * extra / model_flops,
                 ms, tr->sum_fwd / tr->timed, tr->sum_bwd / tr->timed, (mt->rec_s + mt->attn_rec_s) / steps * 1e3,
                 (mt->rec_layers * per_layer + mt->attn_rec * per_attn) / steps * 1e3, 100 * mfu, 100 * hfu);
-        fclose(b);
+        out_close(b, p->bench_csv);
     }
 }
 

@@ -27,8 +27,11 @@
 # flags; 1 when the supervisor gave up.
 set -uo pipefail
 np=2; restart_np=""; max_attempts=50; stall_attempts=4; baseline=""; logs=""
+usage() { echo "error: supervise.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
+        --np|--restart-np|--max-attempts|--stall-attempts|--baseline-s|--logs)
+            [ $# -ge 2 ] && [[ $2 != --* ]] || usage "$1 needs a value" ;;&
         --np) np=$2; shift 2 ;;
         --restart-np) restart_np=$2; shift 2 ;;
         --max-attempts) max_attempts=$2; shift 2 ;;
@@ -42,6 +45,14 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "error: supervise.sh: no program to run (... -- PROGRAM FLAGS)" >&2; exit 2; }
 restart_np=${restart_np:-$np}
+# Whole numbers of at most 9 digits (bash's arithmetic stays exact), at least 1.
+for opt in "--np $np" "--restart-np $restart_np" "--max-attempts $max_attempts" "--stall-attempts $stall_attempts"; do
+    v=${opt#* }
+    [[ $v =~ ^[0-9]{1,9}$ ]] && [ $((10#$v)) -ge 1 ] || usage "${opt%% *} must be a whole number of 1 or more, got '$v'"
+done
+if [ -n "$baseline" ] && ! [[ $baseline =~ ^[0-9]{1,9}(\.[0-9]+)?$ && $baseline =~ [1-9] ]]; then
+    usage "--baseline-s must be a number of seconds above 0, got '$baseline'"
+fi
 prog=("$@")
 # Open MPI waits a second between asking the other ranks to stop and killing
 # them after one has died; a supervisor that restarts at once needs no grace.
@@ -57,7 +68,6 @@ for ((i = 0; i < ${#prog[@]}; i++)); do
         --steps=*) steps=${prog[i]#--steps=} ;;
     esac
 done
-resume=(); [ -n "$ckpt_dir" ] && resume=(--resume)
 tmp=$(mktemp -d /tmp/supervise.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 [ -n "$logs" ] && mkdir -p "$logs"
@@ -82,6 +92,9 @@ while :; do
     n=$([ $attempt -eq 0 ] && echo $np || echo $restart_np)
     log=${logs:+$logs/attempt_$attempt.log}; log=${log:-$tmp/attempt.log}
     before=$(newest)
+    # --resume only once a complete checkpoint exists: the program refuses to
+    # resume from nothing but incomplete sets (a crash in the first save)
+    resume=(); [ "$before" -gt 0 ] && resume=(--resume)
     t0=$(date +%s.%N)
     mpirun -np "$n" "${prog[@]}" --attempt $attempt "${resume[@]}" >"$log" 2>&1
     rc=$?

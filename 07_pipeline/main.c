@@ -169,9 +169,9 @@ static void summary(pipeline_t *p, train_t *tr) {
     double per_msg = (double)p->e.msg_bytes, want_b = 2.0 * M * (P * V - 1) * per_msg;
     say("sent:    %.0f bytes (%.3f MB) per step between the stages of one pipeline; formula 2 M (P V - 1) x "
         "%.0f bytes = %.0f\n", r.sent, r.sent / 1e6, per_msg, want_b);
-    if (bub) fclose(bub);
-    if (gan) fclose(gan);
-    if (mem) fclose(mem);
+    if (bub) out_close(bub, p->bubble_csv);
+    if (gan) out_close(gan, p->gantt_csv);
+    if (mem) out_close(mem, p->memory_csv);
     pipe_report_free(&r);
 }
 

@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
             fprintf(b, "%d,%d,%d,%d,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f\n", p.tp, p.sp, tr.dp,
                     tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0, tr.o.node_size ? tr.o.inter_us : 0,
                     ms, ms - ex, ex, tp_ms, sent / 1e6, tr.acts.bytes / 1e6);
-            fclose(b);
+            out_close(b, p.bench_csv);
         }
     }
     grad_sync_free(&p.gs);

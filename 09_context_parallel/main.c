@@ -180,7 +180,7 @@ int main(int argc, char **argv) {
             fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f\n",
                     cp_algo_name[algo], p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed,
                     v[0], -v[1], v[2], -v[3], v[4], sent / 1e6, v[5] / 1048576.0, tr.acts.bytes / 1048576.0, v[6]);
-            fclose(b);
+            out_close(b, p.bench_csv);
         }
     }
     grad_sync_free(&p.gs);

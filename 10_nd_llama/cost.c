@@ -95,6 +95,8 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     const double es = p->dtype_bytes, C = c->dim, hd = c->head_dim, L = c->layers;
     const int N = tp * cp * pp * dp;
 #define REJECT(...) do { snprintf(o->why, sizeof o->why, __VA_ARGS__); return -1; } while (0)
+    if (tp < 1 || cp < 1 || pp < 1 || dp < 1 || p->mbs < 1)   /* before any division by them */
+        REJECT("tp %d, cp %d, pp %d, dp %d and micro-batch %d must all be 1 or more", tp, cp, pp, dp, p->mbs);
     if (c->heads % tp) REJECT("tp %d does not divide the %d heads", tp, c->heads);
     if (c->kv_heads % tp && tp % c->kv_heads) REJECT("tp %d neither divides nor is a multiple of the %d kv-heads", tp, c->kv_heads);
     if (c->ffn % tp || c->vocab % tp) REJECT("tp %d does not divide ffn %d or vocab %d", tp, c->ffn, c->vocab);

@@ -249,7 +249,7 @@ static void summary(train_t *tr, nd_t *p) {
                 p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
                 tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
                 ax[NX_DP], f + b, op, tr->global_tokens / (ms / 1e3));
-        fclose(o);
+        out_close(o, p->bench_csv);
     }
 }
 

@@ -8,6 +8,7 @@
  * the GPUs out as tp x cp x pp x dp (with the micro-batch size, the pipeline
  * schedule, ZeRO's stage and the recomputation policy) with the cost model of
  * cost.h, ranks the plans that fit by MFU, and says why the others fail. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,9 +76,11 @@ typedef void (*visit_fn)(void *ctx, const par_t *p, const cost_t *o, int ok);
 static void search(const model_config_t *c, long batch, const cluster_t *cl, int gpus, int dtype,
                    visit_fn visit, void *ctx, int tp_fix, int cp_fix, int pp_fix) {
     static const int mbs_list[] = {1, 2, 4};
-    for (int tp = 1; tp <= cl->node; tp *= 2)
-        for (int cp = 1; cp <= 64; cp *= 2)
-            for (int pp = 1; pp <= 64 && pp <= c->layers; pp *= 2) {
+    /* tp x cp x pp at most the GPUs: the product stays an int (the cpu
+     * cluster's node is 2^20 GPUs, times 64 x 64 would wrap to 0) */
+    for (int tp = 1; tp <= cl->node && tp <= gpus; tp *= 2)
+        for (int cp = 1; cp <= 64 && tp * cp <= gpus; cp *= 2)
+            for (int pp = 1; pp <= 64 && pp <= c->layers && tp * cp * pp <= gpus; pp *= 2) {
                 if (gpus % (tp * cp * pp)) continue;
                 if ((tp_fix && tp != tp_fix) || (cp_fix && cp != cp_fix) || (pp_fix && pp != pp_fix)) continue;
                 int dp = gpus / (tp * cp * pp);
@@ -101,11 +104,16 @@ typedef struct {
     int count[16], nreasons, rejected;
 } collect_t;
 
+/* A reason's category: its text before the first number. */
+static void reason_key(const char *why, char key[64]) {
+    size_t i = 0;
+    while (why[i] && (why[i] < '0' || why[i] > '9') && i < 63) { key[i] = why[i]; i++; }
+    key[i] = 0;
+}
+
 static void count_reason(collect_t *k, const char *why) {
     char key[64];
-    size_t i = 0;
-    while (why[i] && (why[i] < '0' || why[i] > '9') && i < sizeof key - 1) { key[i] = why[i]; i++; }
-    key[i] = 0;
+    reason_key(why, key);
     for (int r = 0; r < k->nreasons; r++)
         if (!strcmp(k->key[r], key)) { k->count[r]++; return; }
     if (k->nreasons == 16) return;
@@ -131,6 +139,60 @@ static void collect(void *ctx, const par_t *p, const cost_t *o, int ok) {
     k->o[k->n++] = *o;
 }
 
+/* Why no plan fits: for each mesh (tp, cp, pp), the least memory any of its
+ * plans needs (0: none got as far as the memory check) or else the first
+ * reason it was rejected. */
+typedef struct {
+    int n;
+    struct { int tp, cp, pp; double mem; char why[160]; } m[512];
+} meshes_t;
+
+static void mesh_reason(void *ctx, const par_t *p, const cost_t *o, int ok) {
+    meshes_t *k = ctx;
+    (void)ok;   /* called only when no plan fits */
+    int j = 0;
+    while (j < k->n && !(k->m[j].tp == p->tp && k->m[j].cp == p->cp && k->m[j].pp == p->pp)) j++;
+    if (j == k->n) {
+        if (k->n == ARRAY_LEN(k->m)) return;
+        k->n++;
+        k->m[j].tp = p->tp, k->m[j].cp = p->cp, k->m[j].pp = p->pp, k->m[j].mem = 0;
+        snprintf(k->m[j].why, sizeof k->m[j].why, "%s", o->why);
+    }
+    if (o->mem_total > 0 && (k->m[j].mem == 0 || o->mem_total < k->m[j].mem)) k->m[j].mem = o->mem_total;
+}
+
+/* The error when no plan fits: one line, counting the meshes by reason. */
+static void no_plan(const model_config_t *c, long batch, const cluster_t *cl, int gpus, int dtype) {
+    static meshes_t k;
+    search(c, batch, cl, gpus, dtype, mesh_reason, &k, 0, 0, 0);
+    char line[1200];
+    int n = snprintf(line, sizeof line, "no plan fits %d GPUs: of its %d meshes (tp x cp x pp)", gpus, k.n);
+    int big = 0, least = -1;
+    for (int j = 0; j < k.n; j++)
+        if (k.m[j].mem > 0) {
+            big++;
+            if (least < 0 || k.m[j].mem < k.m[least].mem) least = j;
+        }
+    if (big)
+        n += snprintf(line + n, sizeof line - (size_t)n, ", %d need more memory than %.0f%% of the %.0f GB a GPU "
+                      "has (the least: %.1f GB per GPU, at tp %d cp %d pp %d)", big, 100 * cl->mem_headroom,
+                      cl->mem / 1e9, k.m[least].mem / 1e9, k.m[least].tp, k.m[least].cp, k.m[least].pp);
+    for (int j = 0; j < k.n && n < (int)sizeof line; j++) {   /* the other reasons by category */
+        if (k.m[j].mem > 0 || !k.m[j].why[0]) continue;
+        char key[64], other[64];
+        reason_key(k.m[j].why, key);
+        int same = 1;
+        for (int i = j + 1; i < k.n; i++) {
+            reason_key(k.m[i].why, other);
+            if (k.m[i].mem == 0 && k.m[i].why[0] && !strcmp(key, other)) { same++; k.m[i].why[0] = 0; }
+        }
+        n += snprintf(line + n, sizeof line - (size_t)n, ", %d %s (e.g. %s)", same, same == 1 ? "is rejected" :
+                      "are rejected", k.m[j].why);
+    }
+    if (k.n == 0) snprintf(line + n, sizeof line - (size_t)n, ": none divides the GPUs into tp x cp x pp x dp");
+    fprintf(stderr, "error: %s\n", line);
+}
+
 static int best_for_mesh(const model_config_t *c, long batch, const cluster_t *cl, int tp, int cp, int pp,
                          int dp, par_t *bp, cost_t *bo, char *why, size_t len) {
     collect_t k = {0};
@@ -145,36 +207,38 @@ static int best_for_mesh(const model_config_t *c, long batch, const cluster_t *c
     return best >= 0 ? 0 : -1;
 }
 
-/* "tp=8,pp=16,cp=1,mbs=1,zero=1,schedule=interleaved,v=4,recompute=none" */
+/* "tp=8,pp=16,cp=1,mbs=1,zero=1,schedule=interleaved,v=4,recompute=none":
+ * each value checked as a flag's would be (an error reads "--eval tp ..."). */
 static void parse_eval(const char *s, par_t *p) {
+    const char *schedule = NULL, *recompute = NULL;
+    const arg_t keys[] = {
+        {"eval tp", ARG_INT, &p->tp, NULL, NULL, 1, 65536},
+        {"eval cp", ARG_INT, &p->cp, NULL, NULL, 1, 65536},
+        {"eval pp", ARG_INT, &p->pp, NULL, NULL, 1, 65536},
+        {"eval mbs", ARG_INT, &p->mbs, NULL, NULL, 1, 65536},
+        {"eval zero", ARG_INT, &p->zero, NULL, NULL, 0, 3},
+        {"eval v", ARG_INT, &p->vpp, NULL, NULL, 1, 64},
+        {"eval sp", ARG_INT, &p->sp, NULL, NULL, 0, 1},
+        {"eval schedule", ARG_CHOICE, &schedule, NULL, "gpipe|1f1b|interleaved", 0, 0},
+        {"eval recompute", ARG_CHOICE, &recompute, NULL, "none|selective|full|block", 0, 0},
+        {"eval recompute_layers", ARG_INT, &p->recompute_layers, NULL, NULL, 0, 65536},
+    };
     char buf[256];
+    if (strlen(s) >= sizeof buf) usage_error("--eval: '%.40s...' is too long", s);
     snprintf(buf, sizeof buf, "%s", s);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
         if (!eq) usage_error("--eval: '%s' is not key=value", tok);
         *eq = 0;
-        const char *k = tok, *v = eq + 1;
-        int n = atoi(v);
-        if (!strcmp(k, "tp")) p->tp = n;
-        else if (!strcmp(k, "cp")) p->cp = n;
-        else if (!strcmp(k, "pp")) p->pp = n;
-        else if (!strcmp(k, "mbs")) p->mbs = n;
-        else if (!strcmp(k, "zero")) p->zero = n;
-        else if (!strcmp(k, "v")) p->vpp = n;
-        else if (!strcmp(k, "sp")) p->sp = n;
-        else if (!strcmp(k, "schedule")) {
-            int found = 0;
-            for (int i = 0; i < 3; i++) if (!strcmp(v, sched_name[i])) { p->schedule = i; found = 1; }
-            if (!found) usage_error("--eval: schedule must be gpipe, 1f1b or interleaved, got '%s'", v);
-        } else if (!strcmp(k, "recompute")) {
-            int found = 0;
-            for (int i = 0; i < 4; i++) if (!strcmp(v, recompute_name[i])) { p->recompute = i; found = 1; }
-            if (!found) usage_error("--eval: recompute must be none, selective, full or block, got '%s'", v);
-        } else if (!strcmp(k, "recompute_layers")) {
-            p->recompute_layers = n;
-        } else usage_error("--eval: unknown key '%s' (tp, cp, pp, mbs, zero, v, sp, schedule, recompute)", k);
-        if (n < 0) usage_error("--eval: %s must not be negative", k);
+        int i = 0;
+        while (i < ARRAY_LEN(keys) && strcmp(keys[i].name + 5, tok)) i++;
+        if (i == ARRAY_LEN(keys))
+            usage_error("--eval: unknown key '%s' (tp, cp, pp, mbs, zero, v, sp, schedule, recompute, "
+                        "recompute_layers)", tok);
+        args_set(&keys[i], eq + 1);
     }
+    for (int i = 0; schedule && i < 3; i++) if (!strcmp(schedule, sched_name[i])) p->schedule = i;
+    for (int i = 0; recompute && i < 4; i++) if (!strcmp(recompute, recompute_name[i])) p->recompute = i;
 }
 
 int main(int argc, char **argv) {
@@ -266,7 +330,7 @@ int main(int argc, char **argv) {
         FILE *f = NULL;
         if (csv) {
             f = fopen(csv, "w");
-            if (!f) usage_error("cannot write %s", csv);
+            if (!f) usage_error("cannot write %s: %s", csv, strerror(errno));
             fprintf(f, "row,gpus,tp,cp,pp,dp,seq,published_mfu,predicted_mfu,published_tflops,predicted_tflops,bubble,step_s\n");
         }
         for (int r = 0; r < 3; r++) {
@@ -328,7 +392,7 @@ int main(int argc, char **argv) {
             if (f) fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.0f,%.1f,%.4f,%.3f\n", r + 1, t->gpus, t->tp, t->cp,
                            t->pp, t->dp, t->seq, t->mfu, o.mfu, t->tflops, o.tflops, o.bubble, o.t_step);
         }
-        if (f) fclose(f);
+        if (f) out_close(f, csv);
         return 0;
     }
 
@@ -356,9 +420,10 @@ int main(int argc, char **argv) {
         par_t p = {1, 1, 1, 0, 1, -1, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, 0, dtype};
         parse_eval(eval, &p);
         if (p.sp < 0) p.sp = p.tp > 1;   /* as the search: sequence parallelism whenever tp > 1 */
-        if (p.tp < 1 || p.cp < 1 || p.pp < 1 || gpus % (p.tp * p.cp * p.pp))
-            usage_error("--eval: tp x cp x pp must divide the %d GPUs", gpus);
-        p.dp = gpus / (p.tp * p.cp * p.pp);
+        long long mesh = (long long)p.tp * p.cp * p.pp;   /* each at most 65536: no overflow */
+        if (gpus % mesh)
+            usage_error("--eval: tp %d x cp %d x pp %d = %lld must divide the %d GPUs", p.tp, p.cp, p.pp, mesh, gpus);
+        p.dp = (int)(gpus / mesh);
         if (p.schedule == SCHED_INTERLEAVED && p.vpp < 2) p.vpp = 2;
         cost_t o;
         table_head();
@@ -390,6 +455,10 @@ int main(int argc, char **argv) {
     }
     printf("\nwhy plans were rejected (count, first example):\n");
     for (int r = 0; r < k.nreasons; r++) printf("  %6d  %s\n", k.count[r], k.example[r]);
+    if (k.n == 0) {
+        no_plan(&cfg, batch, &cl, gpus, dtype);
+        return 1;
+    }
     if (csv) {
         FILE *f = csv_open(csv, PLAN_CSV_HEADER);
         for (int i = 0; i < n; i++) {
@@ -400,7 +469,7 @@ int main(int argc, char **argv) {
                     recompute_name[q->recompute], o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9,
                     o->mem_acts / 1e9, o->mem_total / 1e9, o->bubble, o->t_step, o->tflops, o->mfu, o->hfu);
         }
-        fclose(f);
+        out_close(f, csv);
     }
     free(k.p);
     free(k.o);

@@ -203,3 +203,5 @@ void args_check_output(MPI_Comm comm, const char *flag, const char *path, const 
     MPI_Bcast(err, sizeof err, MPI_CHAR, 0, comm);
     if (*err) usage_error("%s", err);
 }
+
+void args_set(const arg_t *a, const char *value) { set_value(a, value); }

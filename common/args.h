@@ -47,6 +47,11 @@ typedef struct {
 void args_parse(int argc, char **argv, const char *prog, const char *about,
                 const arg_t *args, int n);
 
+/* Parse one value into a->dst as args_parse does (its type, its range, the
+ * same one-line error naming --NAME): for values inside another flag's
+ * text, such as the planner's --eval tp=8,pp=2. */
+void args_set(const arg_t *a, const char *value);
+
 /* Parse "a,b,c" (each >= 1, K/M/G suffixes allowed) into out; returns the
  * count. A bad list is a usage error naming flag. */
 int args_size_list(const char *s, long *out, int max, const char *flag);

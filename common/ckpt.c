@@ -301,22 +301,36 @@ static int cmp_desc(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-int ckpt_list(const char *dir, long *steps, int max) {
+/* The steps of the complete sets (tmp 0: meta.ckpt present) or of the .tmp
+ * ones (tmp 1), newest first. */
+static int list_sets(const char *dir, long *steps, int max, int tmp) {
     DIR *d = opendir(dir);
     if (!d) return 0;
     int n = 0;
     struct dirent *e;
     char set[4200], meta[4300];
     while ((e = readdir(d)) != NULL && n < max) {
-        long s = name_step(e->d_name, 0);
+        long s = name_step(e->d_name, tmp);
         if (s < 0) continue;
-        ckpt_set_path(set, sizeof set, dir, s, 0);
+        ckpt_set_path(set, sizeof set, dir, s, tmp);
         ckpt_part_path(meta, sizeof meta, set, -1);
-        if (access(meta, F_OK) == 0) steps[n++] = s;
+        if (tmp || access(meta, F_OK) == 0) steps[n++] = s;
     }
     closedir(d);
     qsort(steps, (size_t)n, sizeof *steps, cmp_desc);
     return n;
+}
+
+int ckpt_list(const char *dir, long *steps, int max) { return list_sets(dir, steps, max, 0); }
+
+int ckpt_list_tmp(const char *dir, long *steps, int max) { return list_sets(dir, steps, max, 1); }
+
+int ckpt_is_set(const char *dir) {
+    char meta[4300];
+    ckpt_part_path(meta, sizeof meta, dir, -1);
+    const char *base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    return access(meta, F_OK) == 0 || name_step(base, 0) >= 0 || name_step(base, 1) >= 0;
 }
 
 void ckpt_remove_set(const char *set) {
@@ -334,6 +348,26 @@ void ckpt_remove_set(const char *set) {
     rmdir(set);
 }
 
+void ckpt_remove_tmp(const char *dir) {
+    long steps[4096];
+    int n = ckpt_list_tmp(dir, steps, 4096);
+    char set[4200];
+    for (int i = 0; i < n; i++) {
+        ckpt_set_path(set, sizeof set, dir, steps[i], 1);
+        ckpt_remove_set(set);
+    }
+}
+
+void ckpt_remove_after(const char *dir, long step) {
+    long steps[4096];
+    int n = ckpt_list(dir, steps, 4096);
+    char set[4200];
+    for (int i = 0; i < n && steps[i] > step; i++) {
+        ckpt_set_path(set, sizeof set, dir, steps[i], 0);
+        ckpt_remove_set(set);
+    }
+}
+
 void ckpt_prune(const char *dir, int keep) {
     long steps[4096];
     int n = ckpt_list(dir, steps, 4096);
@@ -342,16 +376,7 @@ void ckpt_prune(const char *dir, int keep) {
         ckpt_set_path(set, sizeof set, dir, steps[i], 0);
         ckpt_remove_set(set);
     }
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long s = name_step(e->d_name, 1);
-        if (s < 0) continue;
-        ckpt_set_path(set, sizeof set, dir, s, 1);
-        ckpt_remove_set(set);
-    }
-    closedir(d);
+    ckpt_remove_tmp(dir);
 }
 
 int ckpt_make_dir(const char *dir, char *err, size_t len) {

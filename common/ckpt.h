@@ -89,7 +89,21 @@ void ckpt_part_path(char *out, size_t len, const char *set, int rank);
 /* The steps of the complete sets in dir (meta.ckpt present), newest first;
  * returns how many (at most max). */
 int ckpt_list(const char *dir, long *steps, int max);
-/* Remove every set but the newest `keep`, and every .tmp set. */
+/* The steps of the incomplete sets in dir (step_N.tmp: saves that never
+ * finished), newest first; returns how many (at most max). */
+int ckpt_list_tmp(const char *dir, long *steps, int max);
+/* Whether dir is itself one set (named step_N, or holding meta.ckpt): a
+ * checkpoint directory given one level too deep. */
+int ckpt_is_set(const char *dir);
+/* Remove every complete set of a step after `step`: the sets of a run that
+ * this one replaced (a fresh run in the same directory, or a resume that
+ * fell back past damaged sets). Otherwise pruning, which keeps the newest
+ * steps, would keep those and remove this run's own. */
+void ckpt_remove_after(const char *dir, long step);
+/* Remove every .tmp set. */
+void ckpt_remove_tmp(const char *dir);
+/* Remove every set but the newest `keep`, and every .tmp set. Only after a
+ * new set is complete: a save never removes the last complete set first. */
 void ckpt_prune(const char *dir, int keep);
 /* mkdir -p. On failure removes the directories it created, fills err and
  * returns -1. */

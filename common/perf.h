@@ -23,6 +23,8 @@
 
 #include <stdio.h>
 
+#include "outfile.h"
+
 #include "device.h"
 
 #ifdef __cplusplus
@@ -81,7 +83,9 @@ const char *perf_util_str(char *buf, size_t len, double flops_per_s, double peak
 double perf_utilisation(double flops_per_s, double peak, const char *what);
 
 /* Open a CSV file for appending; writes the header when the file is new or
- * empty, and refuses (usage_error) a file whose header differs. */
+ * empty, and refuses (usage_error) a file whose header differs. Its writes
+ * are checked by out_flush and out_close (outfile.h), which end the run
+ * naming the file when the disk is full. */
 FILE *csv_open(const char *path, const char *header);
 
 #ifdef __cplusplus

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "device.h"
+#include "outfile.h"
 
 typedef struct {
     double t0, t1;   /* seconds since this rank's time zero */
@@ -131,7 +132,7 @@ void trace_write(void) {
             nspans += n;
         }
         fprintf(f, "\n]}\n");
-        if (fclose(f) != 0) die("writing trace %s: %s", tr.path, strerror(errno));
+        out_close(f, tr.path);
         say("trace: %s (%ld spans from %d ranks%s; open in https://ui.perfetto.dev)\n",
             tr.path, nspans, world, dropped ? ", some dropped: raise the span limit" : "");
         free(counts);

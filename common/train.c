@@ -17,6 +17,7 @@
 #include "check.h"
 #include "ckpt.h"
 #include "ops.h"
+#include "outfile.h"
 #include "perf.h"
 #include "trace.h"
 
@@ -350,18 +351,26 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
     s->bytes = total;
     s->parts = (int)sums[1];
     if (tr->dist.rank == 0) {
-        ckpt_remove_set(s->tmp);   /* a stale one from a crash */
+        /* Saves that never finished (a crash) give their space back. On a
+         * short disk one older checkpoint may go first, but never the newest
+         * complete one: until this set is complete, it is the only way back.
+         * If there is still no room, the save is refused. */
+        ckpt_remove_tmp(o->ckpt_dir);
         long long room = ckpt_free_bytes(o->ckpt_dir);
-        if (room >= 0 && room < total) {   /* make room: keep one fewer old checkpoint */
+        double need = total + 4096.0 * (s->parts + 3);   /* each file's last block, the directory */
+        if (room >= 0 && room < need && o->ckpt_keep > 1) {
+            ckpt_remove_after(o->ckpt_dir, step - 1);   /* this step's own older save too: the commit replaces it */
             ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
             long long before = room;
             room = ckpt_free_bytes(o->ckpt_dir);
-            say("ckpt:    %.2f MB free, %.2f MB needed: removed the oldest checkpoint first (%.2f MB free now)\n",
-                before / 1e6, total / 1e6, room / 1e6);
+            if (room > before)
+                say("ckpt:    %.2f MB free, %.2f MB needed: removed the oldest checkpoint first (%.2f MB free now)\n",
+                    before / 1e6, need / 1e6, room / 1e6);
         }
-        if (room >= 0 && room < total)
-            die("not enough space in %s for the checkpoint of step %ld: it needs %.1f MB, %.1f MB "
-                "are free (after removing older checkpoints)", o->ckpt_dir, step, total / 1e6, room / 1e6);
+        if (room >= 0 && room < need)
+            die("not enough space in %s for the checkpoint of step %ld: it needs %.1f MB, %.1f MB are free "
+                "(%.1f MB missing); the newest complete checkpoint stays until a new one is complete",
+                o->ckpt_dir, step, need / 1e6, room / 1e6, (need - room) / 1e6);
         if (mkdir(s->tmp, 0755) != 0) die("cannot create %s: %s", s->tmp, strerror(errno));
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -422,6 +431,7 @@ void train_ckpt_commit(train_t *tr, train_ckpt_t *s) {
         ckpt_save(&ck, path);
         ckpt_remove_set(set);   /* an older save of this same step */
         if (rename(s->tmp, set) != 0) die("renaming %s to %s: %s", s->tmp, set, strerror(errno));
+        ckpt_remove_after(o->ckpt_dir, s->step);
         ckpt_prune(o->ckpt_dir, o->ckpt_keep);
         say("ckpt:    %s (%d part%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s",
             s->bytes / 1e6, (now_s() - s->t0) * 1e3);
@@ -538,7 +548,22 @@ static long resume(train_t *tr, float *full[3]) {
     if (tr->dist.rank == 0) n = ckpt_list(o->ckpt_dir, steps, 256);
     MPI_CHECK(MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Bcast(steps, n, MPI_LONG, 0, MPI_COMM_WORLD));
-    if (n == 0) {
+    if (n == 0) {   /* nothing complete: only a directory with nothing at all is a fresh start */
+        long tmp[1] = {0};
+        int info[2] = {0, 0};
+        if (tr->dist.rank == 0) {
+            info[0] = ckpt_is_set(o->ckpt_dir);
+            info[1] = ckpt_list_tmp(o->ckpt_dir, tmp, 1);
+        }
+        MPI_CHECK(MPI_Bcast(info, 2, MPI_INT, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Bcast(tmp, 1, MPI_LONG, 0, MPI_COMM_WORLD));
+        if (info[0])
+            usage_error("--resume: %s is one checkpoint set, not a checkpoint directory: give --ckpt-dir the "
+                        "directory that holds the step_N sets", o->ckpt_dir);
+        if (info[1])
+            usage_error("--resume: %s holds no complete checkpoint, only incomplete ones (step_%08ld.tmp: a save "
+                        "that never finished); there is nothing to resume from: run without --resume to start "
+                        "over", o->ckpt_dir, tmp[0]);
         say("resume:  no checkpoint in %s yet: starting from step 0\n", o->ckpt_dir);
         return 0;
     }
@@ -758,7 +783,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
             if (bubble_s >= 0) fprintf(tr->csv, "%.4f,", bubble_s / secs); else fprintf(tr->csv, "nan,");
             fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, sent / world / 1e6, world,
                     tr->data.unigram_entropy, tr->data.entropy_rate);
-            fflush(tr->csv);
+            out_flush(tr->csv, tr->o.c.csv);
         }
         tr->run_steps[tr->nrun] = step;
         tr->run_losses[tr->nrun] = loss;
@@ -801,7 +826,7 @@ static void save_final(train_t *tr) {
             fwrite(&tr->run_norms[i], 8, 1, f);
         }
         fwrite(w, sizeof(float), np, f);
-        if (fclose(f) != 0) die("writing %s failed", path);
+        out_close(f, path);   /* every fwrite above is checked here */
     }
     free(w);
 }
@@ -842,7 +867,7 @@ void train_finish(train_t *tr) {
             "after step %d\n", h, tr->grad.size, tr->grad.size == 1 ? "" : "s", tr->o.steps);
     if (tr->o.save_final) save_final(tr);
 
-    if (tr->csv) fclose(tr->csv);
+    if (tr->csv) out_close(tr->csv, tr->o.c.csv);
     free(tr->tokens);
     free(tr->targets);
     free(tr->run_steps);
