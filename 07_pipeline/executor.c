@@ -70,7 +70,7 @@ static double wait_req(pipe_exec_t *e, int i, const char *why) {
     if (!r->active) return 0;
     double t0 = now_s();
     if (!comm_progress(e->comm, r)) {
-        watch_begin(why, e->comm->name);
+        comm_watch(e->comm, r, why);
         while (!comm_progress(e->comm, r)) nap();
         watch_end();
     }
@@ -293,7 +293,7 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
     MPI_Request b;
     MPI_CHECK(MPI_Ibarrier(e->comm->mpi, &b));
     int done = 0;
-    watch_begin("the pipeline's drain", e->comm->name);
+    watch_begin("the pipeline's drain", e->comm->name, e->comm->world_rank, e->comm->size);
     for (;;) {
         MPI_CHECK(MPI_Test(&b, &done, MPI_STATUS_IGNORE));
         if (done) break;

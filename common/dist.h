@@ -28,6 +28,8 @@ typedef struct {
 
 void dist_init(int *argc, char ***argv, dist_t *d);
 void dist_finalize(void);
+/* The world rank of each rank of c, in c's order (out holds its size). */
+void dist_world_ranks(MPI_Comm c, int *out);
 
 enum { AXIS_TP = 0, AXIS_CP = 1, AXIS_PP = 2, AXIS_DP = 3, AXES = 4 };
 extern const char *const axis_name[AXES];

@@ -34,15 +34,29 @@ const char *train_si(char *buf, size_t len, double x) {
 }
 
 /* ---- MPI on host scalars, watched ------------------------------------------------ */
+/* The watchdog's view of a collective on c: every rank of c is a peer. */
+static void watch_coll(const char *what, MPI_Comm c) {
+    if (c == MPI_COMM_WORLD) {
+        watch_begin(what, "world", NULL, WATCH_WORLD);
+        return;
+    }
+    int n;
+    MPI_CHECK(MPI_Comm_size(c, &n));
+    int *peers = xmalloc(sizeof(int) * (size_t)n);
+    dist_world_ranks(c, peers);
+    watch_begin(what, NULL, peers, n);
+    free(peers);
+}
+
 static void allreduce_host(void *buf, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, const char *what) {
-    watch_begin(what, "world");
+    watch_coll(what, c);
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, op, c));
     watch_end();
 }
 
 /* MPI counts are ints: big arrays go in pieces. */
 static void bcast_floats(float *p, size_t n, int root, MPI_Comm c) {
-    watch_begin("broadcast of the weights", NULL);
+    watch_coll("broadcast of the weights", c);
     for (size_t i = 0; i < n; i += (1u << 28)) {
         size_t k = n - i < (1u << 28) ? n - i : (1u << 28);
         MPI_CHECK(MPI_Bcast(p + i, (int)k, MPI_FLOAT, root, c));
@@ -51,7 +65,7 @@ static void bcast_floats(float *p, size_t n, int root, MPI_Comm c) {
 }
 
 static void sum_floats(float *p, size_t n, MPI_Comm c) {
-    watch_begin("sum of the full weights", NULL);
+    watch_coll("sum of the full weights", c);
     for (size_t i = 0; i < n; i += (1u << 28)) {
         size_t k = n - i < (1u << 28) ? n - i : (1u << 28);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + i, (int)k, MPI_FLOAT, MPI_SUM, c));
@@ -200,6 +214,13 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
         usage_error("tp %d x cp %d x pp %d = %d ranks does not divide the world of %d", tp, cp, pp,
                     tp * cp * pp, world);
     int dp = world / (tp * cp * pp);
+    /* The data first, before any collective: a file too small for one
+     * step's batch is refused here, on every rank, not where the first
+     * stage first reads it. */
+    data_init(&tr->data, o->data, o->vocab, o->seq, (uint64_t)o->c.seed);
+    if (!tr->data.synthetic && tr->data.nchunks < (size_t)o->batch)
+        usage_error("data file %s has %zu samples of --seq %d + 1 bytes, fewer than --batch %d", o->data,
+                    tr->data.nchunks, o->seq, o->batch);
     if (o->node_size) {
         comm_link_t l = {o->node_size, o->inter_gbps, o->inter_us};
         comm_link_set(&l);
@@ -226,7 +247,6 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     MPI_Comm_free(&g);
     tr->part_unique = tr->grad.rank == 0;
 
-    data_init(&tr->data, o->data, o->vocab, o->seq, (uint64_t)o->c.seed);
     tr->mb = o->batch / dp / o->micro;
     tr->global_tokens = (long)o->batch * o->seq;
     tr->loss_scale = (float)(1.0 / (double)tr->global_tokens);
@@ -438,7 +458,7 @@ static void save_checkpoint(train_t *tr, long step) {
     train_ckpt_t s = {0};
     train_ckpt_begin(tr, step, &s);
     train_ckpt_write(tr, &s);
-    watch_begin("checkpoint parts", "world");   /* every part on disk before the set is complete */
+    watch_begin("checkpoint parts", "world", NULL, WATCH_WORLD);   /* every part on disk before the set is complete */
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     watch_end();
     train_ckpt_commit(tr, &s);
