@@ -571,7 +571,7 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
     double peak[MEM_KINDS + 1];
     for (int k = 0; k < MEM_KINDS; k++) peak[k] = (double)ms->peak[k];
     peak[MEM_KINDS] = (double)ms->total_peak;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, peak, MEM_KINDS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    dist_allreduce(peak, MEM_KINDS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "memory totals");
     fsdp_mem_t mem;
     fsdp_mem_predict(f, &mem);
     double P = 0, N = f->N, w = (double)es(f);

@@ -139,12 +139,15 @@ void *xcalloc(size_t n, size_t size) {
  * What the ranks of a node publish for each other's watchdogs: a slot each
  * in a shared-memory window. The watchdog thread beats (alive_us) every
  * round, so a stopped or hung process is one whose beat is old; the waiting
- * thread writes its innermost wait. `what` changes under a sequence count
- * (odd while written), so a reader retries a half-written one. */
+ * thread writes its innermost wait, and the watchdog which of that wait's
+ * peers it finds silent (so that a rank waiting on a rank that waits on the
+ * stopped one names it too). `what` changes under a sequence count (odd
+ * while written), so a reader retries a half-written one. */
 enum { WATCH_DEPTH = 4, WATCH_WHAT = 128, WATCH_ROUND_US = 200000, WATCH_SILENT_US = 1500000 };
 typedef struct {
     long long alive_us;          /* the last beat of its watchdog thread; 0: none yet */
     long long since_us;          /* its innermost wait's last progress; 0: in no wait */
+    int silent_peer;             /* a peer of that wait without sign of life (world rank); -1: none */
     unsigned version;            /* odd while `what` is being written */
     char what[WATCH_WHAT];       /* its innermost wait */
 } watch_slot_t;
@@ -156,7 +159,7 @@ static int watch_npeers[WATCH_DEPTH];
 static int watch_depth;
 static double watch_timeout;
 static const char *watch_flag = "--timeout-s";
-static watch_slot_t own_slot, *mine = &own_slot;
+static watch_slot_t own_slot = {.silent_peer = -1}, *mine = &own_slot;
 static watch_slot_t *node_slots;         /* the node's table, NULL before check_init */
 static int *slot_of;                     /* (world) a world rank's slot, -1: another node */
 /* Held by the watchdog thread while it uses the table, which MPI_Finalize unmaps. */
@@ -180,6 +183,7 @@ void check_init(void) {
     MPI_CHECK(MPI_Win_allocate_shared((MPI_Aint)sizeof(watch_slot_t), 1, MPI_INFO_NULL, node, &mine, &win));
     MPI_CHECK(MPI_Win_shared_query(win, 0, &bytes, &unit, &base));
     memset(mine, 0, sizeof *mine);
+    mine->silent_peer = -1;
     int *world_of = xmalloc(sizeof(int) * (size_t)n);
     MPI_CHECK(MPI_Allgather(&check_rank, 1, MPI_INT, world_of, 1, MPI_INT, node));
     slot_of = xmalloc(sizeof(int) * (size_t)world_size);
@@ -250,23 +254,31 @@ void watch_tick(void) {
 }
 
 /* ---- the watchdog's report: what each peer of the stalled wait is doing ---------- */
-enum { PEER_SILENT, PEER_ELSEWHERE, PEER_IDLE, PEER_SAME, PEER_UNKNOWN, PEER_KINDS };
+enum { PEER_SILENT, PEER_BLOCKED, PEER_ELSEWHERE, PEER_IDLE, PEER_SAME, PEER_UNKNOWN, PEER_KINDS };
 
 typedef struct {
     int kind;
     double secs;                 /* silent: since its last beat; elsewhere: in that wait */
-    char what[WATCH_WHAT];       /* elsewhere: the wait */
+    int blocked_on;              /* blocked: the silent rank its wait depends on */
+    char what[WATCH_WHAT];       /* blocked, elsewhere: its wait */
 } peer_state_t;
+
+/* How long world rank r has shown no sign of life (0: it has, or unknown). */
+static long long silence_us(int r, long long now) {
+    if (!node_slots || slot_of[r] < 0) return 0;
+    long long alive = __atomic_load_n(&node_slots[slot_of[r]].alive_us, __ATOMIC_ACQUIRE);
+    return alive && now - alive > WATCH_SILENT_US ? now - alive : 0;
+}
 
 static void peer_state(int r, const char *my_what, long long now, peer_state_t *p) {
     p->kind = PEER_UNKNOWN;
     if (!node_slots || slot_of[r] < 0) return;
     const watch_slot_t *s = &node_slots[slot_of[r]];
-    long long alive = __atomic_load_n(&s->alive_us, __ATOMIC_ACQUIRE);
-    if (alive == 0) return;
-    if (now - alive > WATCH_SILENT_US) {
+    if (__atomic_load_n(&s->alive_us, __ATOMIC_ACQUIRE) == 0) return;
+    long long silent = silence_us(r, now);
+    if (silent) {
         p->kind = PEER_SILENT;
-        p->secs = (double)(now - alive) * 1e-6;
+        p->secs = (double)silent * 1e-6;
         return;
     }
     for (int tries = 0; tries < 100; tries++) {
@@ -276,7 +288,9 @@ static void peer_state(int r, const char *my_what, long long now, peer_state_t *
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if ((v & 1) || __atomic_load_n(&s->version, __ATOMIC_RELAXED) != v) continue;
         p->what[WATCH_WHAT - 1] = 0;
+        p->blocked_on = __atomic_load_n(&s->silent_peer, __ATOMIC_RELAXED);
         if (since == 0) p->kind = PEER_IDLE;
+        else if (p->blocked_on >= 0 && p->blocked_on != check_rank) p->kind = PEER_BLOCKED;
         else if (strcmp(p->what, my_what) == 0) p->kind = PEER_SAME;
         else {
             p->kind = PEER_ELSEWHERE;
@@ -296,11 +310,11 @@ static void append(char *buf, size_t len, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* "; ranks 2, 3 <tail>" for the peers of one kind (the silent and the
- * elsewhere one by one, with their own numbers). */
+/* "; ranks 2, 3 <tail>" for the peers of one kind (the silent, the blocked
+ * and the elsewhere one by one, with their own numbers). */
 static void append_kind(char *buf, size_t len, const int *ranks, const peer_state_t *st, int n, int kind) {
     static const char *const tail[PEER_KINDS] = {
-        "", "", "waiting on no rank (computing)", "in the same wait", "of unknown state (on another node)"};
+        "", "", "", "waiting on no rank (computing)", "in the same wait", "of unknown state (on another node, or its watchdog not started)"};
     int count = 0, shown = 0;
     for (int i = 0; i < n; i++) count += st[i].kind == kind;
     if (!count) return;
@@ -308,13 +322,16 @@ static void append_kind(char *buf, size_t len, const int *ranks, const peer_stat
         if (st[i].kind != kind) continue;
         if (kind == PEER_SILENT)
             append(buf, len, "; rank %d shows no sign of life for %.1f s (stopped or hung)", ranks[i], st[i].secs);
+        else if (kind == PEER_BLOCKED)
+            append(buf, len, "; rank %d waits in %s, where rank %d shows no sign of life", ranks[i], st[i].what,
+                   st[i].blocked_on);
         else if (kind == PEER_ELSEWHERE)
             append(buf, len, "; rank %d is in %s for %.1f s", ranks[i], st[i].what, st[i].secs);
         else
             append(buf, len, "%s %d", shown ? "," : count == 1 ? "; rank" : "; ranks", ranks[i]);
         shown++;
     }
-    if (kind == PEER_SILENT || kind == PEER_ELSEWHERE) {
+    if (kind == PEER_SILENT || kind == PEER_BLOCKED || kind == PEER_ELSEWHERE) {
         if (count > shown) append(buf, len, "; %d more like them", count - shown);
         return;
     }
@@ -359,6 +376,12 @@ static void *watchdog(void *arg) {
         int d = __atomic_load_n(&watch_depth, __ATOMIC_ACQUIRE);
         long long since = d ? __atomic_load_n(&watch_since_us[d - 1], __ATOMIC_ACQUIRE) : 0;
         long long from = since > awake_since ? since : awake_since;
+        int silent_peer = -1;
+        for (int i = 0; since > 0 && i < watch_npeers[d - 1] && silent_peer < 0; i++) {
+            int r = watch_peers[d - 1][i];
+            if (r != check_rank && silence_us(r, now)) silent_peer = r;
+        }
+        __atomic_store_n(&mine->silent_peer, silent_peer, __ATOMIC_RELAXED);
         char line[2048];
         if (since > 0 && (double)(now - from) * 1e-6 > watch_timeout && report(d - 1, since, line, sizeof line)) {
             fprintf(stderr, "%s\n", line);

@@ -51,17 +51,18 @@ void check_finalize(void);
  * wait made progress (a call of the loop finished). `peers` are the world
  * ranks the wait depends on (a message's sender and receiver, every rank of
  * a collective's communicator; copied); npeers WATCH_WORLD: every rank of
- * the world (peers NULL); 0: none known. When one wait goes longer than the timeout without
- * progress, a thread prints one line, "error (rank R): no progress for S s
- * in WHAT on the WHERE communicator: ...", followed by what each peer is
- * doing, read from the node's shared table: "no sign of life" (its own
- * watchdog thread has stopped beating: the process is stopped or hung), "in
- * the same wait" (for a collective: it has joined; for a message: both wait
- * on each other), in another wait and for how long, or "not waiting on any
- * rank" (computing); ranks on other nodes are "on another node". It names
- * `flag` as the knob and ends the job (exit status 1, which makes mpirun stop
- * every rank): a stopped or hung peer never leaves the others spinning
- * forever. timeout_s <= 0 leaves it off. */
+ * the world (peers NULL); 0: none known. When one wait goes longer than the
+ * timeout without progress, a thread prints one line, "error (rank R): no
+ * progress for S s in WHAT on the WHERE communicator; ...", with what each
+ * peer is doing, read from the node's shared table: "no sign of life" (its
+ * watchdog thread has stopped beating: the process is stopped or hung),
+ * waiting where another rank shows no sign of life, "in the same wait" (for
+ * a collective: it has joined; for a message: both wait on each other), in
+ * another wait and for how long, or "waiting on no rank" (computing); ranks
+ * on other nodes are of unknown state. It names `flag` as the knob and ends
+ * the job (exit status 1, which makes mpirun stop every rank): a stopped or
+ * hung peer never leaves the others spinning forever. timeout_s <= 0 leaves
+ * it off. */
 void watchdog_start(double timeout_s, const char *flag);
 enum { WATCH_WORLD = -1 };
 void watch_begin(const char *what, const char *where, const int *peers, int npeers);   /* where may be NULL */

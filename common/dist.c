@@ -47,6 +47,25 @@ void dist_world_ranks(MPI_Comm c, int *out) {
     MPI_Group_free(&w);
 }
 
+void dist_watch(const char *what, MPI_Comm c) {
+    if (c == MPI_COMM_WORLD) {
+        watch_begin(what, "world", NULL, WATCH_WORLD);
+        return;
+    }
+    int n;
+    MPI_CHECK(MPI_Comm_size(c, &n));
+    int *peers = xmalloc(sizeof(int) * (size_t)n);
+    dist_world_ranks(c, peers);
+    watch_begin(what, NULL, peers, n);
+    free(peers);
+}
+
+void dist_allreduce(void *buf, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, const char *what) {
+    dist_watch(what, c);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, op, c));
+    watch_end();
+}
+
 int mesh_rank(const mesh_t *m, const int c[AXES]) {
     int r = 0;
     for (int a = AXES - 1; a >= 0; a--) r = r * m->size[a] + c[a];
