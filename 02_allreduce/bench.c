@@ -162,6 +162,6 @@ void bench_doing(const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (active) watch_end();
-    watch_begin(buf, NULL);
+    watch_begin(buf, NULL, NULL, WATCH_WORLD);
     active = 1;
 }

@@ -246,6 +246,7 @@ int main(int argc, char **argv) {
     if (minbytes > maxbytes)
         usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", minbytes, maxbytes);
     if (root >= d.world) usage_error("--root %d is not a rank (world %d)", root, d.world);
+    args_check_output(MPI_COMM_WORLD, "csv", ca.csv, CSV_HEADER);   /* before any work */
     dtype_t dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
     test_knobs();
     watchdog_start(timeout, "--timeout");

@@ -368,6 +368,9 @@ static void plan_units(fsdp_t *f, const train_t *tr) {
     }
 }
 
+/* Pipeline stages differ (the ends hold the embedding and the head), so
+ * the ranks compare their answers: when one stage does not fit, every rank
+ * refuses together. */
 static void check_memory_limit(fsdp_t *f) {
     size_t limit = f->tr->o.mem_limit;
     if (!limit) return;
@@ -379,11 +382,13 @@ static void check_memory_limit(fsdp_t *f) {
         need += mine.kind[k];
         need3 += z3.kind[k];
     }
-    if (need <= (double)limit) return;
-    usage_error("--mem-limit %zu bytes (%.2f MB) per rank: %s on %d rank%s needs %.0f bytes (%.2f MB) "
-                "for weights, gradients, optimizer state and buffers before any activation "
-                "(ZeRO-3 would need %.2f MB)", limit, limit / 1e6, fsdp_stage_name(f->o.zero), f->N,
-                f->N == 1 ? "" : "s", need, need / 1e6, need3 / 1e6);
+    char why[400] = "";
+    if (need > (double)limit)
+        snprintf(why, sizeof why, "--mem-limit %zu bytes (%.2f MB) per rank: %s on %d rank%s needs %.0f bytes "
+                 "(%.2f MB) on rank %d for weights, gradients, optimizer state and buffers before any "
+                 "activation (ZeRO-3 would need %.2f MB)", limit, limit / 1e6, fsdp_stage_name(f->o.zero), f->N,
+                 f->N == 1 ? "" : "s", need, need / 1e6, f->tr->dist.rank, need3 / 1e6);
+    usage_error_any(why);
 }
 
 void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o) {
@@ -566,7 +571,7 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
     double peak[MEM_KINDS + 1];
     for (int k = 0; k < MEM_KINDS; k++) peak[k] = (double)ms->peak[k];
     peak[MEM_KINDS] = (double)ms->total_peak;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, peak, MEM_KINDS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    dist_allreduce(peak, MEM_KINDS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "memory totals");
     fsdp_mem_t mem;
     fsdp_mem_predict(f, &mem);
     double P = 0, N = f->N, w = (double)es(f);

@@ -147,8 +147,8 @@ typedef struct fsdp {
  * pieces, buffers and hooks; sets tr->part_unique, tr->after_update and the
  * step line's note. shard: the N ranks sharing the state; rep (may be NULL):
  * the ranks holding the same pieces in other groups. Refuses (usage_error)
- * a prefetch deeper than the layers and a --mem-limit below what the stage's
- * state needs. Then call train_optimizer(tr, f->pieces, n_units, f->S)
+ * a prefetch deeper than the layers and a --mem-limit below what any rank's
+ * state needs (the ranks compare: call it on every rank of the world). Then call train_optimizer(tr, f->pieces, n_units, f->S)
  * (DDP: train_optimizer(tr, NULL, 0, 0)) and train_run(tr, fsdp_step, f). */
 void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o);
 void fsdp_free(fsdp_t *f);

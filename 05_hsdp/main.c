@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
         cross[0] += next_is_remote(&shard) * f.step_bytes.shard[k] + next_is_remote(&rep) * f.step_bytes.replicate[k];
         cross[1] += next_is_remote(&shard) * b.shard[k] + next_is_remote(&rep) * b.replicate[k];
     }
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, cross, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    dist_allreduce(cross, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "the bytes between groups");
     cross[0] /= tr.dist.world;
     cross[1] /= tr.dist.world;
     double link_ms = link_seconds(&f, comm_link()) * 1e3;

@@ -116,7 +116,7 @@ static void report(train_t *tr, ckpt_prog_t *p) {
     recompute_cost_t c;
     recompute_cost(m, tr->mb, &p->policy, &c);
     double peak = (double)dev_mem()->peak[MEM_ACTS], bytes = (double)tr->acts.bytes;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    dist_allreduce(&peak, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "memory totals");
     int L = m->shard.per_chunk;
     say("recompute: %s | activations of a micro-batch %.4f MB (model %.4f MB = %.0f layer inputs x %.1f kB "
         "+ %.0f layer%s x %.1f kB + %.1f kB tokens and head) | high-water with backward scratch %.4f MB "

@@ -49,7 +49,7 @@ static void *writer(void *arg) {
 static void finish_pending(saver_t *s) {
     if (!s->pending) return;
     if (s->thread) {
-        watch_begin("the background checkpoint writer", NULL);
+        watch_begin("the background checkpoint writer", NULL, NULL, 0);
         pthread_join(s->writer, NULL);
         watch_end();
     }
@@ -76,7 +76,7 @@ void saver_step(saver_t *s, train_t *tr, long step, int due) {
             s->write_t0 = now_s();
             train_ckpt_write(tr, &s->set);
             s->write_t1 = now_s();
-            watch_begin("checkpoint parts", "world");
+            watch_begin("checkpoint parts", "world", NULL, WATCH_WORLD);
             MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
             watch_end();
             train_ckpt_commit(tr, &s->set);

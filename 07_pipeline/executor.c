@@ -70,7 +70,7 @@ static double wait_req(pipe_exec_t *e, int i, const char *why) {
     if (!r->active) return 0;
     double t0 = now_s();
     if (!comm_progress(e->comm, r)) {
-        watch_begin(why, e->comm->name);
+        comm_watch(e->comm, r, why);
         while (!comm_progress(e->comm, r)) nap();
         watch_end();
     }
@@ -293,7 +293,7 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
     MPI_Request b;
     MPI_CHECK(MPI_Ibarrier(e->comm->mpi, &b));
     int done = 0;
-    watch_begin("the pipeline's drain", e->comm->name);
+    watch_begin("the pipeline's drain", e->comm->name, e->comm->world_rank, e->comm->size);
     for (;;) {
         MPI_CHECK(MPI_Test(&b, &done, MPI_STATUS_IGNORE));
         if (done) break;
@@ -318,7 +318,7 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
 
 /* ---- the report ---------------------------------------------------------------------------- */
 static void sum_world(double *x, int n, MPI_Comm w) {
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, w));
+    dist_allreduce(x, n, MPI_DOUBLE, MPI_SUM, w, "the pipeline's report");
 }
 
 void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int replica, pipe_report_t *r) {
@@ -357,7 +357,7 @@ void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int re
     *sent = e->sum_sent / T / replicas;
     /* the last step's timeline of replica 0, from the earliest stage's start */
     double start = e->t_zero, first = start;
-    MPI_CHECK(MPI_Allreduce(&start, &first, 1, MPI_DOUBLE, MPI_MIN, world));
+    dist_allreduce(&first, 1, MPI_DOUBLE, MPI_MIN, world, "the pipeline's report");
     if (replica == 0)
         for (int i = 0; i < e->n; i++) {
             t0[off + i] = e->t0[i] + start - first;
@@ -397,7 +397,7 @@ void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int re
     pk[st] = e->held_peak;
     pk[P + st] = e->held_bytes_peak;
     pk[2 * P + st] = e->bufs_made;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, pk, 3 * P, MPI_DOUBLE, MPI_MAX, world));
+    dist_allreduce(pk, 3 * P, MPI_DOUBLE, MPI_MAX, world, "the pipeline's report");
     r->held = xmalloc(sizeof(int) * (size_t)P);
     r->held_bytes = xmalloc(sizeof(double) * (size_t)P);
     r->bufs = xmalloc(sizeof(int) * (size_t)P);

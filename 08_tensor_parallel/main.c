@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
     if (p.timed) say("tp time: %.2f ms per step in the seams (blocking: all of it exposed)\n", 1e3 * p.sum_tp_s / p.timed);
     if (p.bench_csv && tr.timed > 0) {
         double tp_ms = p.timed ? 1e3 * p.sum_tp_s / p.timed : 0;
-        MPI_Allreduce(MPI_IN_PLACE, &tp_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        dist_allreduce(&tp_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
         double sent = 0;
         for (int pl = 0; pl < TP_PLACES; pl++)
             for (int ps = 0; ps < 3; ps++) sent += p.last.bytes[pl][ps];

@@ -96,7 +96,9 @@ static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
                       p->timed ? 1e3 * p->sum.compute_s_cpu / p->timed : 0,
                       p->timed ? 1e3 * p->sum.comm_s / p->timed : 0};
     double *all = xmalloc(sizeof mine * (size_t)W);
-    MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    dist_watch("the gather of every rank's attention work", MPI_COMM_WORLD);
+    MPI_CHECK(MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    watch_end();
     double whole = (double)tr->mb * m->cfg.heads * m->cfg.seq * (m->cfg.seq + 1.0) / 2;
     say("attention per rank (one layer's forward, %d sequence%s): query-key pairs against cp.h's formula; "
         "ms per step in attention kernels%s and waiting on communication (mean of steps 2-%d)\n", tr->mb,
@@ -173,8 +175,8 @@ int main(int argc, char **argv) {
         v[3] = -v[2];
         if (tr.dev.kind != DEV_CPU) v[2] = v[3] = 0;   /* host time of a GPU's launches: not the work */
         double sent = p.last.bytes[0] + p.last.bytes[1];
-        MPI_Allreduce(MPI_IN_PLACE, v, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        dist_allreduce(v, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
+        dist_allreduce(&sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
         if (tr.dist.rank == 0) {
             FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
             fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f\n",

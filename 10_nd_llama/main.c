@@ -150,7 +150,7 @@ static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     if (p->metered) st->recompute_flops = recompute_meter_flops(m, &before, &p->meter, (double)tr->mb * m->T);
     /* the per-axis means for the step line (rank 0 prints it, after the loop's own sums) */
     double ax[NX] = {tp_s, cp_s, st->bubble_s > 0 ? st->bubble_s : 0, dp_s};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, ax, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    dist_allreduce(ax, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "the per-axis times");
     for (int a = 0; a < NX; a++) p->step_ax[a] = ax[a] / tr->dist.world;
     if (step > tr->start + 1) {
         for (int a = 0; a < NX; a++) p->sum_ax[a] += p->step_ax[a];
@@ -190,7 +190,9 @@ static void dry_run(train_t *tr, nd_t *p) {
     double flops = tr->flops_token * (double)tr->global_tokens / tr->dist.world;
     double mine[7] = {n, w, g, opt, acts, w + g + opt + acts, flops};
     double *all = tr->dist.rank == 0 ? xmalloc(sizeof mine * (size_t)tr->dist.world) : NULL;
+    dist_watch("the gather of every rank's memory", MPI_COMM_WORLD);
     MPI_CHECK(MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    watch_end();
     say("dry run: %s, zero %d, %d micro-batch%s of %d sequence%s per step and replica; per rank "
         "(no model allocated):\n", z && P == 1 ? "one micro-batch at a time" : p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
     say("  %5s %3s %3s %3s %3s %14s %10s %10s %10s %10s %10s %10s\n", "rank", "tp", "cp", "pp", "dp", "params",
@@ -213,7 +215,7 @@ static void summary(train_t *tr, nd_t *p) {
     double last[NX];
     axis_bytes(tr, last);
     for (int a = 0; a < NX; a++) last[a] -= p->sent_prev[a];   /* the last step, its update included */
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, last, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    dist_allreduce(last, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "the bytes sent");
     int W = tr->dist.world;
     say("sent:    step %d, mean per rank: tp %.6f + cp %.6f + pp %.6f + dp %.6f = %.6f MB\n", tr->o.steps,
         last[NX_TP] / W / 1e6, last[NX_CP] / W / 1e6, last[NX_PP] / W / 1e6, last[NX_DP] / W / 1e6,

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "comm_nccl.h"
+#include "dist.h"
 
 const char *comm_backend_name(comm_backend b) { return b == COMM_NCCL ? "nccl" : "mpi"; }
 
@@ -168,21 +169,14 @@ void comm_init(comm_t *cm, MPI_Comm c, const char *want, const device_t *dev) {
     } else {
         cm->backend = own_gpu && link_cfg.node_size == 0 ? COMM_NCCL : COMM_MPI;
     }
+    cm->world_rank = xmalloc(sizeof(int) * (size_t)cm->size);
+    dist_world_ranks(cm->mpi, cm->world_rank);
     if (link_cfg.node_size > 0) {
         if (cm->backend == COMM_NCCL)
             usage_error("the link model (--node-size) runs on the MPI backend: use --comm mpi");
         /* each rank's simulated node, from its world rank */
-        MPI_Group g, w;
-        MPI_CHECK(MPI_Comm_group(cm->mpi, &g));
-        MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &w));
-        int *mine = xmalloc(sizeof(int) * (size_t)cm->size);
         cm->node = xmalloc(sizeof(int) * (size_t)cm->size);
-        for (int r = 0; r < cm->size; r++) mine[r] = r;
-        MPI_CHECK(MPI_Group_translate_ranks(g, cm->size, mine, w, cm->node));
-        for (int r = 0; r < cm->size; r++) cm->node[r] /= link_cfg.node_size;
-        free(mine);
-        MPI_Group_free(&g);
-        MPI_Group_free(&w);
+        for (int r = 0; r < cm->size; r++) cm->node[r] = cm->world_rank[r] / link_cfg.node_size;
         cm->link_free = xcalloc((size_t)cm->size, sizeof(double));
     }
 #ifdef USE_CUDA
@@ -195,6 +189,7 @@ void comm_destroy(comm_t *cm) {
     if (cm->backend == COMM_NCCL) nccl_comm_destroy(cm);
 #endif
     for (int i = 0; i < 2; i++) free(cm->stage[i]);
+    free(cm->world_rank);
     free(cm->node);
     free(cm->link_free);
     MPI_Comm_free(&cm->mpi);
@@ -365,6 +360,21 @@ static void *stage(comm_t *cm, int i, size_t bytes) {
     return cm->stage[i];
 }
 
+/* The watchdog's view of a wait: a message waits on its peers, a
+ * collective on every rank of the communicator. */
+static void watch_op(const comm_t *cm, coll_kind k, int peer, int src, const char *what) {
+    if (k == COLL_SEND || k == COLL_RECV || k == COLL_SENDRECV) {
+        int p[2] = {cm->world_rank[peer], k == COLL_SENDRECV ? cm->world_rank[src] : -1};
+        watch_begin(what, cm->name, p, k == COLL_SENDRECV ? 2 : 1);
+    } else {
+        watch_begin(what, cm->name, cm->world_rank, cm->size);
+    }
+}
+
+void comm_watch(const comm_t *cm, const comm_req_t *req, const char *what) {
+    watch_op(cm, req->kind, req->peer, req->src, what ? what : coll_name[req->kind]);
+}
+
 static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
     double X = 0, t0 = now_s();
     if (cm->grouping && (!req || (c->kind != COLL_SEND && c->kind != COLL_RECV && c->kind != COLL_SENDRECV)))
@@ -381,9 +391,11 @@ static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
         for (int i = 0; i < 3; i++) req->mpi[i] = MPI_REQUEST_NULL;
         req->active = 1;
         req->kind = c->kind;
+        req->peer = c->peer;
+        req->src = c->src;
         req->arrival = done;
     } else {
-        watch_begin(coll_name[c->kind], cm->name);
+        watch_op(cm, c->kind, c->peer, c->src, coll_name[c->kind]);
     }
 #ifdef USE_CUDA
     if (cm->backend == COMM_NCCL && c->kind != COLL_BARRIER) {   /* NCCL has no barrier */
@@ -456,7 +468,7 @@ int comm_progress(comm_t *cm, comm_req_t *req) {
 
 void comm_wait(comm_t *cm, comm_req_t *req) {
     if (!req->active) return;
-    watch_begin(coll_name[req->kind], cm->name);
+    comm_watch(cm, req, NULL);
 #ifdef USE_CUDA
     if (cm->backend == COMM_NCCL) {
         nccl_wait(cm, req);

@@ -79,6 +79,7 @@ typedef struct {
     MPI_Comm mpi;          /* always valid: NCCL communicators keep one too */
     int rank, size;
     const char *name;      /* "dp", "tp", ... for messages (may stay NULL) */
+    int *world_rank;       /* (size) each rank's rank in MPI_COMM_WORLD (the watchdog's peers) */
     const device_t *dev;
     void *nccl;            /* ncclComm_t */
     void *stage[2];        /* host staging for MPI on device buffers */
@@ -94,6 +95,7 @@ typedef struct {
 typedef struct {
     int active;
     coll_kind kind;
+    int peer, src;         /* point-to-point: the ranks it sends to and receives from */
     MPI_Request mpi[3];    /* a sendrecv needs two; a stamped receive one more */
     double arrival;        /* link model: completes no earlier (now_s clock) */
     double stamp;          /* link model: a pending send's stamp */
@@ -154,6 +156,11 @@ void comm_group_end(comm_t *cm);
 /* Let MPI move data while the caller computes; returns 1 when req is done. */
 int comm_progress(comm_t *cm, comm_req_t *req);
 void comm_wait(comm_t *cm, comm_req_t *req);
+/* Tell the watchdog (check.h) that this rank waits for req (what NULL: its
+ * kind), naming the ranks it depends on: a message's peers, or every rank of
+ * cm for a collective. End the wait with watch_end(). Blocking calls and
+ * comm_wait do this themselves; for loops that poll comm_progress. */
+void comm_watch(const comm_t *cm, const comm_req_t *req, const char *what);
 
 #ifdef __cplusplus
 }

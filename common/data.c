@@ -220,9 +220,8 @@ void data_free(data_t *d) {
  * so the batch of one step never holds the same chunk twice. */
 static long text_chunk(data_t *d, long step, int batch, int i) {
     long steps_per_epoch = (long)d->nchunks / batch;
-    if (steps_per_epoch < 1)
-        usage_error("data file has %zu samples of --seq %d + 1 bytes, fewer than --batch %d",
-                    d->nchunks, d->seq, batch);
+    if (steps_per_epoch < 1)   /* the trainer refuses such a file at start-up */
+        die("data: a batch of %d samples from a file of %zu", batch, d->nchunks);
     long epoch = step / steps_per_epoch, slot = step % steps_per_epoch;
     epoch_order(d, epoch);
     return d->perm[slot * batch + i];

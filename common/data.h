@@ -63,7 +63,9 @@ typedef struct {
 void data_init(data_t *d, const char *path, int vocab, int seq, uint64_t seed);
 void data_free(data_t *d);
 
-/* Fill tokens[0..seq] with sample i of step's global batch. */
+/* Fill tokens[0..seq] with sample i of step's global batch. A text file
+ * holds at least `batch` samples (die otherwise: the trainer checks it at
+ * start-up, on every rank). */
 void data_sample(data_t *d, long step, int batch, int i, int *tokens);
 
 /* Samples [first, first + count) of step's global batch as a micro-batch:

@@ -2,6 +2,7 @@
 #include "dist.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,9 +15,9 @@ void dist_init(int *argc, char ***argv, dist_t *d) {
     MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &d->rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &d->world));
-    check_rank = d->rank;
     /* Errors in MPI calls come back to MPI_CHECK, which names the call. */
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    check_init();
 
     MPI_Comm node;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank,
@@ -30,10 +31,39 @@ void dist_init(int *argc, char ***argv, dist_t *d) {
     d->host[sizeof d->host - 1] = 0;
 }
 
-void dist_finalize(void) {
-    int down = 0;
-    MPI_Finalized(&down);
-    if (!down) MPI_Finalize();
+void dist_finalize(void) { check_finalize(); }
+
+void dist_world_ranks(MPI_Comm c, int *out) {
+    MPI_Group g, w;
+    int n;
+    MPI_CHECK(MPI_Comm_size(c, &n));
+    MPI_CHECK(MPI_Comm_group(c, &g));
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &w));
+    int *mine = xmalloc(sizeof(int) * (size_t)n);
+    for (int r = 0; r < n; r++) mine[r] = r;
+    MPI_CHECK(MPI_Group_translate_ranks(g, n, mine, w, out));
+    free(mine);
+    MPI_Group_free(&g);
+    MPI_Group_free(&w);
+}
+
+void dist_watch(const char *what, MPI_Comm c) {
+    if (c == MPI_COMM_WORLD) {
+        watch_begin(what, "world", NULL, WATCH_WORLD);
+        return;
+    }
+    int n;
+    MPI_CHECK(MPI_Comm_size(c, &n));
+    int *peers = xmalloc(sizeof(int) * (size_t)n);
+    dist_world_ranks(c, peers);
+    watch_begin(what, NULL, peers, n);
+    free(peers);
+}
+
+void dist_allreduce(void *buf, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, const char *what) {
+    dist_watch(what, c);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, op, c));
+    watch_end();
 }
 
 int mesh_rank(const mesh_t *m, const int c[AXES]) {

@@ -28,6 +28,12 @@ typedef struct {
 
 void dist_init(int *argc, char ***argv, dist_t *d);
 void dist_finalize(void);
+/* The world rank of each rank of c, in c's order (out holds its size). */
+void dist_world_ranks(MPI_Comm c, int *out);
+/* watch_begin (check.h) for a collective on c: every rank of c is a peer. */
+void dist_watch(const char *what, MPI_Comm c);
+/* MPI_Allreduce in place on host values, watched as `what`. */
+void dist_allreduce(void *buf, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, const char *what);
 
 enum { AXIS_TP = 0, AXIS_CP = 1, AXIS_PP = 2, AXIS_DP = 3, AXES = 4 };
 extern const char *const axis_name[AXES];

@@ -35,15 +35,9 @@ const char *train_si(char *buf, size_t len, double x) {
 }
 
 /* ---- MPI on host scalars, watched ------------------------------------------------ */
-static void allreduce_host(void *buf, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, const char *what) {
-    watch_begin(what, "world");
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, t, op, c));
-    watch_end();
-}
-
 /* MPI counts are ints: big arrays go in pieces. */
 static void bcast_floats(float *p, size_t n, int root, MPI_Comm c) {
-    watch_begin("broadcast of the weights", NULL);
+    dist_watch("broadcast of the weights", c);
     for (size_t i = 0; i < n; i += (1u << 28)) {
         size_t k = n - i < (1u << 28) ? n - i : (1u << 28);
         MPI_CHECK(MPI_Bcast(p + i, (int)k, MPI_FLOAT, root, c));
@@ -52,7 +46,7 @@ static void bcast_floats(float *p, size_t n, int root, MPI_Comm c) {
 }
 
 static void sum_floats(float *p, size_t n, MPI_Comm c) {
-    watch_begin("sum of the full weights", NULL);
+    dist_watch("sum of the full weights", c);
     for (size_t i = 0; i < n; i += (1u << 28)) {
         size_t k = n - i < (1u << 28) ? n - i : (1u << 28);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + i, (int)k, MPI_FLOAT, MPI_SUM, c));
@@ -201,6 +195,13 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
         usage_error("tp %d x cp %d x pp %d = %d ranks does not divide the world of %d", tp, cp, pp,
                     tp * cp * pp, world);
     int dp = world / (tp * cp * pp);
+    /* The data first, before any collective: a file too small for one
+     * step's batch is refused here, on every rank, not where the first
+     * stage first reads it. */
+    data_init(&tr->data, o->data, o->vocab, o->seq, (uint64_t)o->c.seed);
+    if (!tr->data.synthetic && tr->data.nchunks < (size_t)o->batch)
+        usage_error("data file %s has %zu samples of --seq %d + 1 bytes, fewer than --batch %d", o->data,
+                    tr->data.nchunks, o->seq, o->batch);
     if (o->node_size) {
         comm_link_t l = {o->node_size, o->inter_gbps, o->inter_us};
         comm_link_set(&l);
@@ -227,7 +228,6 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     MPI_Comm_free(&g);
     tr->part_unique = tr->grad.rank == 0;
 
-    data_init(&tr->data, o->data, o->vocab, o->seq, (uint64_t)o->c.seed);
     tr->mb = o->batch / dp / o->micro;
     tr->global_tokens = (long)o->batch * o->seq;
     tr->loss_scale = (float)(1.0 / (double)tr->global_tokens);
@@ -346,7 +346,7 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
     size_t n = opt->n;
     double part_bytes = tr->part_unique ? CKPT_HEADER_BYTES + 3.0 * n * 4 + 24.0 * opt->npieces + 256 : 0;
     double sums[2] = {part_bytes, tr->part_unique};
-    allreduce_host(sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "checkpoint size");
+    dist_allreduce(sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "checkpoint size");
     double total = sums[0] + CKPT_HEADER_BYTES;
     s->bytes = total;
     s->parts = (int)sums[1];
@@ -448,7 +448,7 @@ static void save_checkpoint(train_t *tr, long step) {
     train_ckpt_t s = {0};
     train_ckpt_begin(tr, step, &s);
     train_ckpt_write(tr, &s);
-    watch_begin("checkpoint parts", "world");   /* every part on disk before the set is complete */
+    watch_begin("checkpoint parts", "world", NULL, WATCH_WORLD);   /* every part on disk before the set is complete */
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     watch_end();
     train_ckpt_commit(tr, &s);
@@ -574,8 +574,8 @@ static long resume(train_t *tr, float *full[3]) {
         /* Every rank read the same files; the worst result decides, and the
          * first rank that failed says why. */
         int worst = rc, who = rc != CKPT_OK ? tr->dist.rank : tr->dist.world;
-        allreduce_host(&worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, "checkpoint check");
-        allreduce_host(&who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, "checkpoint check");
+        dist_allreduce(&worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, "checkpoint check");
+        dist_allreduce(&who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, "checkpoint check");
         if (worst == CKPT_OK) {
             if (*first_err) say("resume:  the newer checkpoints are damaged (%s); using step %ld\n",
                                 first_err, steps[i]);
@@ -604,8 +604,8 @@ static uint64_t check_same_weights(train_t *tr, const char *when) {
     float *host = xmalloc(tr->model.size * sizeof(float));
     uint64_t h = params_hash(tr, host), lo = h, hi = h;
     free(host);
-    allreduce_host(&lo, 1, MPI_UINT64_T, MPI_MIN, tr->grad.mpi, "weights check");
-    allreduce_host(&hi, 1, MPI_UINT64_T, MPI_MAX, tr->grad.mpi, "weights check");
+    dist_allreduce(&lo, 1, MPI_UINT64_T, MPI_MIN, tr->grad.mpi, "weights check");
+    dist_allreduce(&hi, 1, MPI_UINT64_T, MPI_MAX, tr->grad.mpi, "weights check");
     if (lo != hi) die("weights differ across data-parallel ranks %s (checksum %016" PRIx64 " here)", when, h);
     return h;
 }
@@ -738,7 +738,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         double red[8] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
                          tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0,
                          st.fwd_s, st.bwd_s};
-        allreduce_host(red, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
+        dist_allreduce(red, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
         double loss = red[0] / (double)tr->global_tokens, exposed_ms = red[1] / world * 1e3;
         double bubble_s = red[5] > 0 ? red[2] / red[5] : -1, recompute = red[3];
         if (step == 1 && o->dump) write_dump(tr, loss);
@@ -752,10 +752,10 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         double t1 = now_s();
         trace_span(tr->trace_track, "optimizer", to, t1);
         double mx[2] = {(double)dev_mem()->total_peak, t1 - t0};
-        allreduce_host(mx, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "step totals");
+        dist_allreduce(mx, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "step totals");
         /* bytes after the update too (ZeRO all-gathers the updated weights there) */
         double sent = sent_total(tr) - sent0;
-        allreduce_host(&sent, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
+        dist_allreduce(&sent, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
 
         double secs = mx[1], ms = secs * 1e3, tok_s = tr->global_tokens / secs;
         double model_flops = tr->flops_token * (double)tr->global_tokens;
@@ -857,7 +857,7 @@ void train_finish(train_t *tr) {
     double peak[MEM_KINDS + 1];
     for (int k = 0; k < MEM_KINDS; k++) peak[k] = (double)mem->peak[k];
     peak[MEM_KINDS] = (double)mem->total_peak;
-    allreduce_host(peak, MEM_KINDS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "memory totals");
+    dist_allreduce(peak, MEM_KINDS + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "memory totals");
     say("memory:  %.2f MB at most on a rank (largest per kind:", peak[MEM_KINDS] / 1e6);
     for (int k = 0; k < MEM_KINDS; k++)
         if (peak[k] > 0) say(" %s %.2f", mem_kind_name[k], peak[k] / 1e6);
