@@ -35,6 +35,7 @@ static int mpi_running(void) {
 }
 
 void die(const char *fmt, ...) {
+    fflush(stdout);   /* what the rank printed before comes first in a shared log */
     va_list ap;
     va_start(ap, fmt);
     char prefix[32];
@@ -61,6 +62,7 @@ static int every_rank_refuses(void) {
 }
 
 void usage_error(const char *fmt, ...) {
+    fflush(stdout);   /* as in die() */
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
