@@ -313,7 +313,7 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
             char util[64] = "-", what[96];     /* the header says when the peak is unknown */
             snprintf(what, sizeof what, "HFU of %s at size %d", V->name, n);
             const double hfu = perf_utilisation(flops, peak, what);
-            if (peak > 0) snprintf(util, sizeof util, "%.1f%%", 100.0 * hfu);
+            if (peak > 0) perf_util_str(util, sizeof util, flops, peak);
             say("%6d  %-15s %-6s %-5s %10.3f %9.4g %7s %5s %9.1e  %s (tol %.0e)\n", n, V->name,
                 d->kind == DEV_CUDA ? "cuda" : "cpu", precision_name[V->prec], ms, flops / 1e12,
                 util, oncore, err, ok ? "ok" : "WRONG", tol);

@@ -139,6 +139,7 @@ ab_fit_t bench_pingpong(p2p_comm_t *pc, int reps) {
                 p2p_send(pc, buf, n, 0);
             }
             if (r >= 0) rt[r] = (now_s() - t0) * 1e6 / 2;   /* one way */
+            watch_tick();   /* a round trip is progress: on a busy machine the whole can take long */
         }
         /* the fastest round trip: what the link can do (a slower one met a
          * descheduled rank or another process, which the model leaves out) */

@@ -75,9 +75,9 @@ numbers)  # NP FLAGS...: the memory table, the bytes per collective (each step's
     # summary, the CSV) against check_fsdp.py's independent computation, and every
     # number of the log line and CSV row against the shared trainer's formulas
     np=$2; shift 2
-    run "$np" "$dir/a.log" "${TINY[@]}" --steps 4 --peak 1 "$@" --csv "$dir/a.csv"
+    run "$np" "$dir/a.log" "${TINY[@]}" --steps 4 --peak 1000 "$@" --csv "$dir/a.csv"
     python3 04_fsdp/check_fsdp.py "$dir/a.log" "$dir/a.csv" "$@"
-    python3 tests/check_trainer_csv.py "$dir/a.log" "$dir/a.csv" --peak 1
+    python3 tests/check_trainer_csv.py "$dir/a.log" "$dir/a.csv" --peak 1000
     ;;
 trace)  # ZeRO-3 with prefetch: all-gathers and reduce-scatters on lanes of their own, and a
     # prefetched all-gather in flight while another unit computes

@@ -17,7 +17,7 @@ link)  # K: 4 ranks on 2 simulated nodes of 2 with a slow link: the bytes that c
     # their alpha-beta time against check_fsdp.py's, and the same results bit for bit as
     # without the link model (it changes when bytes arrive, never what they are)
     K=$2
-    flags=("${TINY[@]}" --steps 4 --shard "$K" --peak 1)
+    flags=("${TINY[@]}" --steps 4 --shard "$K" --peak 1000)
     link=(--node-size 2 --inter-gbps 2 --inter-us 50)
     mpirun -np 4 "$P" "${flags[@]}" --save-final "$dir/a.bin" >"$dir/a.log" 2>&1 || { tail "$dir/a.log"; exit 1; }
     mpirun -np 4 "$P" "${flags[@]}" "${link[@]}" --csv "$dir/b.csv" --save-final "$dir/b.bin" >"$dir/b.log" 2>&1 \

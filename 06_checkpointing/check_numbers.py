@@ -103,12 +103,12 @@ def main():
     rows = list(csv.DictReader(open(sys.argv[2])))
     for r in rows:
         mfu, hfu = float(r["mfu"]), float(r["hfu"])
-        near("step %s: hfu (%%)" % r["step"], hfu, mfu * (1 + share), 0.002 + 1e-3 * hfu)
+        near("step %s: hfu (%%)" % r["step"], hfu, mfu * (1 + share), 1e-3 * hfu)
     bench = list(csv.DictReader(open(sys.argv[3])))[-1]
     near("bench acts_mb", float(bench["acts_mb"]), acts / 1e6, 1e-6)
     near("bench acts_peak_mb", float(bench["acts_peak_mb"]), (acts + scratch) / 1e6, 1e-6)
     near("bench extra_flops_pct", float(bench["extra_flops_pct"]), 100 * share, 0.0006)
-    near("bench hfu", float(bench["hfu"]), float(bench["mfu"]) * (1 + share), 0.002 + 1e-3 * float(bench["hfu"]))
+    near("bench hfu", float(bench["hfu"]), float(bench["mfu"]) * (1 + share), 1e-3 * float(bench["hfu"]))
 
     # ---- the time model: counts x the forward's own times ----
     t = re.search(r"^recompute: time per step ([0-9.]+) ms recomputing \(model ([0-9.]+) ms = the forward's "

@@ -150,7 +150,7 @@ static void report(train_t *tr, ckpt_prog_t *p) {
         char name[48];
         snprintf(name, sizeof name, "%s", p->recompute);
         fprintf(b, "%s,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                "%.3f,%.3f,%.3f\n", name, p->policy.every, p->policy.block, p->policy.selective, L, tr->dist.world,
+                "%.3f,%.6g,%.6g\n", name, p->policy.every, p->policy.block, p->policy.selective, L, tr->dist.world,
                 bytes / 1e6, c.bytes / 1e6, peak / 1e6, (c.bytes + c.scratch) / 1e6, c.input / 1e6, c.layer / 1e6,
                 c.head / 1e6, c.scratch / 1e6, rec_l, rec_a, 100 * extra / model_flops,
                 ms, tr->sum_fwd / tr->timed, tr->sum_bwd / tr->timed, (mt->rec_s + mt->attn_rec_s) / steps * 1e3,

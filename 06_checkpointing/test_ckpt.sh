@@ -44,9 +44,9 @@ equiv)  # NP TOL [FLAGS...]: NP ranks vs 1 rank on the same global batch
     ;;
 numbers)  # NP POLICY: every number the log and the CSVs report, against its formula
     np=$2; pol=$3
-    run "$np" "$dir/a.log" "${TINY[@]}" --steps 5 --micro 2 --peak 0.05 --recompute "$pol" \
+    run "$np" "$dir/a.log" "${TINY[@]}" --steps 5 --micro 2 --peak 1000 --recompute "$pol" \
         --csv "$dir/a.csv" --bench-csv "$dir/b.csv"
-    python3 tests/check_trainer_csv.py "$dir/a.log" "$dir/a.csv" --peak 0.05 --ddp
+    python3 tests/check_trainer_csv.py "$dir/a.log" "$dir/a.csv" --peak 1000 --ddp
     python3 06_checkpointing/check_numbers.py "$dir/a.log" "$dir/a.csv" "$dir/b.csv"
     ;;
 failures)  # NP MODE EVERY STEPS-LIST: injected failures at listed steps, restarts, bit for bit

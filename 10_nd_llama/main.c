@@ -245,7 +245,7 @@ static void summary(train_t *tr, nd_t *p) {
         if (p->pp > 1 && strcmp(p->schedule, "1f1b")) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " %s", p->schedule);
         if (strcmp(p->policy.name, "none")) snprintf(cfg + n, sizeof cfg - (size_t)n, " rc %s", p->policy.name);
         FILE *o = csv_open(p->bench_csv, BENCH_HEADER);
-        fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.3f,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
+        fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.6g,%.6g,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
                 cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->fo.zero && p->pp == 1 ? "none" : p->schedule,
                 tr->o.micro, p->s.V,
                 p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,

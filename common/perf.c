@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,12 +93,16 @@ const gpu_peak_t *perf_gpu_lookup(const char *device_name) {
 }
 
 /* ---- the CPU peak ---------------------------------------------------------- */
-/* FLOP/s: independent FMA chains, enough of them to cover the FMA latency on
- * every FMA port (12 chains x 4-cycle latency covers 2 ports with room).
- * Clock: a chain of dependent integer adds, one per cycle. Both are timed in
- * thread CPU time (see thread_seconds). */
+/* A core's peak is clock x FLOP per cycle, and FLOP per cycle is fixed by
+ * the instruction set and the core's FMA units: an FMA is 2 FLOP on each of
+ * its lanes (16 fp32 lanes in AVX-512, 8 in AVX2), and a core issues one or
+ * two of them per cycle. The CPU does not report how many, so one core runs
+ * independent FMAs (the rate) and a chain of dependent adds (the clock, one
+ * add per cycle); rate / clock / (2 x lanes) is close to 1 or to 2, and says
+ * which. The clock printed is then the one the FMA rate implies: rate /
+ * FLOP per cycle. Both are timed in thread CPU time (see thread_seconds). */
 
-#define CHAINS 12
+#define CHAINS 12   /* independent FMA chains: 12 x 4-cycle latency covers 2 ports with room */
 #define FMA_BODY(V)                                                            \
     V acc[CHAINS];                                                             \
     V mul, add;                                                                \
@@ -120,11 +123,9 @@ typedef float v16 __attribute__((vector_size(64)));
 FMA_FN("avx2,fma") static float fma_avx2(long iters) { FMA_BODY(v8) }
 FMA_FN("avx512f") static float fma_avx512(long iters) { FMA_BODY(v16) }
 
-typedef struct { int lanes; long iters; double seconds; float sink; } fma_job;
-
 /* Seconds this thread has run on a core: time the scheduler gave to other
  * processes (or to OpenBLAS's worker threads, which spin for a while after
- * each call) does not count, so the peak is the cores' own, even on a busy
+ * each call) does not count, so the peak is the core's own, even on a busy
  * machine. */
 static double thread_seconds(void) {
     struct timespec ts;
@@ -132,42 +133,24 @@ static double thread_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void *fma_thread(void *arg) {
-    fma_job *j = arg;
-    double t0 = thread_seconds();
-    j->sink = j->lanes == 16 ? fma_avx512(j->iters) : fma_avx2(j->iters);
-    j->seconds = thread_seconds() - t0;
-    return NULL;
-}
-
-/* FLOP/s of `threads` threads running the FMA loop at once, each at the rate
- * it reached while on a core. Each thread's best of PEAK_RUNS runs of about
- * 30 ms, a short pause apart (so a burst of other work on the machine passes
- * in between), summed over the threads. A disturbance (a migration, a cold
- * core, another virtual machine on the same physical core) can only make a
- * run slower, so the best run is the peak. Once per machine: about 1 s. */
+/* FLOP/s of one core running the FMA loop: the best of PEAK_RUNS runs of
+ * about 30 ms, a short pause apart (so a burst of other work on the machine
+ * passes in between). A disturbance (a migration, a cold core, another
+ * virtual machine on the same physical core) can only make a run slower, so
+ * the best run is the peak. */
 #define PEAK_RUNS 15
-static double fma_rate(int threads, int lanes) {
-    long iters = 20000000 / (lanes / 8);
-    fma_job jobs[256];
-    pthread_t tid[256];
-    double best[256] = {0};
-    if (threads > 256) threads = 256;
+static double fma_rate(int lanes) {
+    const long iters = 20000000 / (lanes / 8);
+    double best = 0;
+    volatile float sink = 0;
     for (int rep = 0; rep < PEAK_RUNS; rep++) {
-        for (int t = 0; t < threads; t++) {
-            jobs[t] = (fma_job){lanes, iters, 0, 0};
-            pthread_create(&tid[t], NULL, fma_thread, &jobs[t]);
-        }
-        for (int t = 0; t < threads; t++) {
-            pthread_join(tid[t], NULL);
-            double f = (double)iters * CHAINS * lanes * 2 / jobs[t].seconds;
-            if (f > best[t]) best[t] = f;
-        }
+        double t0 = thread_seconds();
+        sink += lanes == 16 ? fma_avx512(iters) : fma_avx2(iters);
+        double f = (double)iters * CHAINS * lanes * 2 / (thread_seconds() - t0);
+        if (f > best) best = f;
         nanosleep(&(struct timespec){0, 20000000}, NULL);
     }
-    double flops = 0;
-    for (int t = 0; t < threads; t++) flops += best[t];
-    return flops;
+    return best;
 }
 
 /* A chain of dependent register-register adds, one per cycle. The addend
@@ -195,6 +178,28 @@ static double clock_ghz(void) {
 /* snprintf for paths and messages that must fit whole: a string that would
  * be cut becomes "" (a cut path would name the wrong file). */
 static int fits(int written, size_t len) { return written >= 0 && (size_t)written < len; }
+
+/* One core's figures: what the cache file holds. */
+typedef struct {
+    int lanes;            /* fp32 lanes of the widest FMA the CPU has */
+    int flop_per_cycle;   /* 2 x lanes x FMAs per cycle (1 or 2) */
+    double ghz;           /* the FMA rate / flop_per_cycle, to 1 MHz */
+    char when[64];        /* when it was measured */
+} core_peak_t;
+
+static void measure(core_peak_t *c) {
+    const double rate = fma_rate(c->lanes), clock = clock_ghz() * 1e9;
+    /* FMAs per cycle: 1 or 2, whichever the ratio is nearer (on a log
+     * scale: the boundary is sqrt(2)); a measurement is off by a few
+     * percent, never by 40 */
+    const int per_cycle = rate / clock / (2.0 * c->lanes) >= sqrt(2.0) ? 2 : 1;
+    c->flop_per_cycle = 2 * c->lanes * per_cycle;
+    c->ghz = round(rate / c->flop_per_cycle / 1e6) / 1e3;
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(c->when, sizeof c->when, "%Y-%m-%d %H:%M", &tm);
+}
 
 /* ---- the CPU peak's cache file ---------------------------------------------- */
 
@@ -249,66 +254,68 @@ static void cache_dir(char *out, size_t len) {
 }
 
 /* Reads a cache file written by cache_write for `key`; 1 on success. */
-static int cache_read(const char *path, const char *key, cpu_peak_t *p, char *when, size_t wlen) {
+static int cache_read(const char *path, const char *key, core_peak_t *c) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[512], got[512] = "";
-    double gflops = 0, ghz = 0;
+    int fpc = 0;
+    double ghz = 0;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         if (strncmp(line, "key ", 4) == 0) {
             if (!fits(snprintf(got, sizeof got, "%s", line + 4), sizeof got)) got[0] = 0;
         }
-        else if (strncmp(line, "gflops ", 7) == 0) gflops = atof(line + 7);
+        else if (strncmp(line, "flop_per_cycle ", 15) == 0) fpc = atoi(line + 15);
         else if (strncmp(line, "ghz ", 4) == 0) ghz = atof(line + 4);
         else if (strncmp(line, "measured ", 9) == 0) {
-            if (!fits(snprintf(when, wlen, "%s", line + 9), wlen)) when[0] = 0;
+            if (!fits(snprintf(c->when, sizeof c->when, "%s", line + 9), sizeof c->when)) c->when[0] = 0;
         }
     }
     fclose(f);
-    if (strcmp(got, key) != 0 || !(gflops > 0) || !(ghz > 0)) return 0;
-    p->flops = gflops * 1e9;
-    p->ghz = ghz;
+    /* an older file (another layout) or another CPU: measured again */
+    if (strcmp(got, key) != 0 || (fpc != 2 * c->lanes && fpc != 4 * c->lanes) || !(ghz > 0)) return 0;
+    c->flop_per_cycle = fpc;
+    c->ghz = ghz;
     return 1;
 }
 
 /* Written whole to a temporary file, then renamed: a reader never sees half. */
-static int cache_write(const char *path, const char *key, const cpu_peak_t *p, const char *when) {
+static int cache_write(const char *path, const char *key, const core_peak_t *c) {
     char tmp[PATH_MAX + 32];
     if (!fits(snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid()), sizeof tmp)) return 0;
     FILE *f = fopen(tmp, "w");
     if (!f) return 0;
-    fprintf(f, "# CPU peak for HFU and MFU, measured by perf_cpu_peak (common/perf.c):\n"
-               "# best of %d runs of an FMA loop on every thread. Every program of the suite\n"
-               "# on this machine uses it; delete this file to measure again.\n", PEAK_RUNS);
-    fprintf(f, "key %s\ngflops %.3f\nghz %.3f\nmeasured %s\n", key, p->flops / 1e9, p->ghz, when);
+    fprintf(f, "# One core's peak for HFU and MFU, measured by perf_cpu_peak (common/perf.c):\n"
+               "# best of %d runs of an FMA loop. Every program of the suite on this machine\n"
+               "# uses it, for any number of threads; delete this file to measure again.\n", PEAK_RUNS);
+    fprintf(f, "key %s\nflop_per_cycle %d\nghz %.3f\nmeasured %s\n", key, c->flop_per_cycle, c->ghz, c->when);
     int ok = fclose(f) == 0 && rename(tmp, path) == 0;
     if (!ok) unlink(tmp);
     return ok;
 }
 
-static void measure(cpu_peak_t *p, int threads, int lanes) {
-    p->flops = fma_rate(threads, lanes);
-    p->ghz = clock_ghz();
-}
-
-const cpu_peak_t *perf_cpu_peak(int threads) {
-    static cpu_peak_t cached;
-    if (cached.threads == threads && cached.flops > 0) return &cached;
-    cpu_peak_t p = {0};
-    p.threads = threads;
+/* One core's figures and where they came from: read from the cache file, or
+ * measured and saved; once per process. */
+static const core_peak_t *core_peak(const char **isa, const char **source) {
+    static core_peak_t c;
+    static const char *isa_name;
+    static char src[PATH_MAX + 256];
+    *isa = isa_name;
+    *source = src;
+    if (c.ghz > 0) return &c;
     /* The widest vector unit the CPU has. Where 512-bit FMAs run at the
-     * 256-bit rate (AMD Zen 4 splits them in two halves) both loops measure
-     * the same, so nothing is lost by not comparing them. */
+     * 256-bit rate (AMD Zen 4 splits them in two halves) the core issues one
+     * 512-bit FMA per cycle instead of two 256-bit ones: the same FLOP per
+     * cycle either way, so nothing is lost by not comparing the widths. */
     __builtin_cpu_init();
-    int lanes = __builtin_cpu_supports("avx512f") ? 16
-              : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 0;
-    if (lanes == 0) die("CPU peak: this CPU has neither AVX-512 nor AVX2 with FMA; pass --peak");
-    p.isa = lanes == 16 ? "AVX-512" : "AVX2";
+    c.lanes = __builtin_cpu_supports("avx512f") ? 16
+            : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 0;
+    if (c.lanes == 0) die("CPU peak: this CPU has neither AVX-512 nor AVX2 with FMA; pass --peak");
+    *isa = isa_name = c.lanes == 16 ? "AVX-512" : "AVX2";
 
-    char ident[256], key[320], dir[PATH_MAX], path[PATH_MAX + 64] = "", when[64] = "";
+    char ident[256], key[320], dir[PATH_MAX], path[PATH_MAX + 64] = "";
     cpu_identity(ident, sizeof ident);
-    snprintf(key, sizeof key, "%s | %s | %d thread%s", ident, p.isa, threads, threads == 1 ? "" : "s");
+    snprintf(key, sizeof key, "%s | %s | one core", ident, isa_name);
     cache_dir(dir, sizeof dir);
     const char *off = getenv("CPU_PEAK_CACHE");
     const char *why_not = off && strcmp(off, "off") == 0 ? "CPU_PEAK_CACHE=off" : "no build/ folder found";
@@ -317,9 +324,9 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
         /* a file name from the key: letters and digits, the rest '_' */
         char name[320];
         size_t k = 0;
-        for (const char *c = key; *c && k + 1 < sizeof name; c++)
-            name[k++] = ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))
-                            ? *c : '_';
+        for (const char *p = key; *p && k + 1 < sizeof name; p++)
+            name[k++] = ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
+                            ? *p : '_';
         name[k] = 0;
         if (!fits(snprintf(path, sizeof path, "%s/%s.txt", dir, name), sizeof path)) {
             dir[0] = 0;
@@ -343,38 +350,36 @@ const cpu_peak_t *perf_cpu_peak(int threads) {
         size_t n = strlen(cwd);
         if (strncmp(path, cwd, n) == 0 && path[n] == '/') shown = path + n + 1;
     }
-    int from_cache = dir[0] && cache_read(path, key, &p, when, sizeof when);
-    if (from_cache) {
-        if (!fits(snprintf(p.source, sizeof p.source, "measured %s (best of %d runs of an FMA loop), "
-                           "read from %s (delete it to measure again)", when, PEAK_RUNS, shown),
-                  sizeof p.source))
-            snprintf(p.source, sizeof p.source, "measured %s, read from the cache", when);
+    if (dir[0] && cache_read(path, key, &c)) {
+        snprintf(src, sizeof src, "measured %s on one core (best of %d runs of an FMA loop), read from %s "
+                 "(delete it to measure again)", c.when, PEAK_RUNS, shown);
     } else {
-        measure(&p, threads, lanes);
-        time_t now = time(NULL);
-        struct tm tm;
-        localtime_r(&now, &tm);
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
-        if (dir[0] && cache_write(path, key, &p, when)) {
-            if (!fits(snprintf(p.source, sizeof p.source, "measured now (best of %d runs of an FMA "
-                               "loop), saved to %s for every later run", PEAK_RUNS, shown),
-                      sizeof p.source))
-                snprintf(p.source, sizeof p.source, "measured now, saved to the cache");
-        }
+        measure(&c);
+        if (dir[0] && cache_write(path, key, &c))
+            snprintf(src, sizeof src, "measured now on one core (best of %d runs of an FMA loop), saved to "
+                     "%s for every later run", PEAK_RUNS, shown);
         else
-            snprintf(p.source, sizeof p.source, "measured now (best of %d runs of an FMA loop); not "
-                     "saved: %s", PEAK_RUNS, dir[0] ? "could not write the cache file" : why_not);
+            snprintf(src, sizeof src, "measured now on one core (best of %d runs of an FMA loop); not saved: "
+                     "%s", PEAK_RUNS, dir[0] ? "could not write the cache file" : why_not);
     }
     if (lock >= 0) close(lock);   /* releases the lock */
-    p.flop_per_cycle = (int)(p.flops / threads / (p.ghz * 1e9) + 0.5);
-    /* One FMA is 2 FLOP per lane; a core with two full-width FMA units does
-     * 4 x lanes per cycle, one with a single unit (or units half as wide as
-     * the instructions, as on Zen 4) 2 x lanes. */
+    return &c;
+}
+
+const cpu_peak_t *perf_cpu_peak(int threads) {
+    static cpu_peak_t p;
+    const char *source;
+    const core_peak_t *c = core_peak(&p.isa, &source);
+    p.threads = threads;
+    p.ghz = c->ghz;
+    p.flop_per_cycle = c->flop_per_cycle;
+    p.flops = threads * c->ghz * 1e9 * c->flop_per_cycle;
+    p.source = source;
     snprintf(p.formula, sizeof p.formula,
-             "%d core%s x %.2f GHz x %d FLOP/cycle (%s FMA, %d fp32 lanes) = %.1f GFLOP/s",
-             threads, threads == 1 ? "" : "s", p.ghz, p.flop_per_cycle, p.isa, lanes, p.flops / 1e9);
-    cached = p;
-    return &cached;
+             "%d core%s x %.3f GHz x %d FLOP/cycle (%s FMA: %d fp32 lanes x 2 FLOP x %d per cycle) = %.1f GFLOP/s",
+             threads, threads == 1 ? "" : "s", c->ghz, c->flop_per_cycle, p.isa, c->lanes,
+             c->flop_per_cycle / (2 * c->lanes), p.flops / 1e9);
+    return &p;
 }
 
 double perf_peak(const device_t *d, precision_t prec, double override_tflops) {
@@ -384,9 +389,32 @@ double perf_peak(const device_t *d, precision_t prec, double override_tflops) {
     return g ? g->tflops[prec] * 1e12 : 0.0;
 }
 
+const char *perf_peak_desc(char *buf, size_t len, const device_t *d, precision_t p, double override_tflops) {
+    if (override_tflops > 0) {
+        snprintf(buf, len, "%.6g TFLOP/s per rank, from --peak", override_tflops);
+    } else if (d->kind == DEV_CPU) {
+        const cpu_peak_t *c = perf_cpu_peak(d->threads);
+        snprintf(buf, len, "%s per rank\n         %s", c->formula, c->source);
+    } else {
+        const gpu_peak_t *g = perf_gpu_lookup(d->name);
+        if (g && g->tflops[p] > 0)
+            snprintf(buf, len, "%.6g TFLOP/s per rank: %s %s dense, data sheet (common/perf.c)", g->tflops[p],
+                     g->label, precision_name[p]);
+        else
+            snprintf(buf, len, "unknown for this GPU at %s; pass --peak TFLOPS for MFU", precision_name[p]);
+    }
+    return buf;
+}
+
 const char *perf_util_str(char *buf, size_t len, double flops_per_s, double peak) {
-    if (peak > 0) snprintf(buf, len, "%.1f%%", 100.0 * flops_per_s / peak);
-    else snprintf(buf, len, "peak unknown, pass --peak");
+    if (!(peak > 0)) {
+        snprintf(buf, len, "peak unknown, pass --peak");
+        return buf;
+    }
+    const double pct = 100.0 * flops_per_s / peak;
+    /* decimals for three significant digits below 1%, at most 12 */
+    int decimals = pct >= 1 || !(pct > 0) ? 1 : 2 - (int)floor(log10(pct));
+    snprintf(buf, len, "%.*f%%", decimals < 12 ? decimals : 12, pct);
     return buf;
 }
 

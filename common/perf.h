@@ -9,15 +9,19 @@
  * looked up by the name the CUDA runtime reports. A GPU not in the table has
  * no peak: utilisation is then printed as "peak unknown, pass --peak".
  *
- * The CPU peak is measured, once per machine: a short loop of independent
- * FMAs on every thread of the rank, in the widest vector instructions the CPU
- * has (AVX-512, else AVX2: chosen by capability, never by comparing two noisy
- * timings), timed in thread CPU time (so a busy machine does not lower it),
- * best of 7 runs. The result is saved in build/cpu_peak/ (keyed by CPU model,
- * family, model number, stepping, ISA and thread count) and every later
- * program on the machine reads it, so two runs never divide by different
- * peaks. CPU_PEAK_CACHE=DIR keeps the files in DIR instead, CPU_PEAK_CACHE=off
- * measures every time; deleting the file measures again; --peak overrides. */
+ * The CPU peak is cores x clock x FLOP per cycle. FLOP per cycle comes from
+ * the instruction set: 2 per FMA on each lane (16 fp32 lanes in AVX-512, 8
+ * in AVX2, the widest the CPU has) times the FMAs a core issues per cycle
+ * (1 or 2: told apart by measuring). The clock is the one the measured FMA
+ * rate of one core implies. Both are measured once per machine, on one core,
+ * timed in thread CPU time (so a busy machine does not lower them), best of
+ * 15 runs, and saved in build/cpu_peak/ (keyed by CPU model, family, model
+ * number, stepping and ISA); every later program on the machine reads them,
+ * whatever its thread count, so two runs never divide by different peaks
+ * per core. A peak for several threads is that many times one core's: an
+ * upper bound where the clock drops with more cores busy. CPU_PEAK_CACHE=DIR
+ * keeps the file in DIR instead, CPU_PEAK_CACHE=off measures every time;
+ * deleting the file measures again; --peak overrides. */
 #ifndef PERF_H
 #define PERF_H
 
@@ -53,19 +57,20 @@ const gpu_peak_t *perf_gpu_lookup(const char *device_name);
 const gpu_peak_t *perf_gpu_table(int *n);
 
 typedef struct {
-    double flops;         /* measured FLOP/s of this rank's threads */
-    double ghz;           /* measured core clock */
+    double flops;         /* peak FLOP/s of this rank's threads: threads x ghz x flop_per_cycle */
+    double ghz;           /* the clock one core's measured FMA rate implies */
     int threads;
-    int flop_per_cycle;   /* per core, rounded from the measurement */
+    int flop_per_cycle;   /* per core, from the ISA: 2 x fp32 lanes x FMAs per cycle */
     const char *isa;      /* "AVX-512" or "AVX2" */
-    char formula[160];    /* "2 cores x 3.70 GHz x 32 FLOP/cycle (...) = 236.8 GFLOP/s" */
-    char source[320];     /* where the figure came from: measured now, or the
-                             cache file and when it was measured */
+    char formula[192];    /* "2 cores x 3.669 GHz x 32 FLOP/cycle (...) = 234.8 GFLOP/s" */
+    const char *source;   /* where the per-core figures came from: measured now, or
+                             the cache file and when they were measured */
 } cpu_peak_t;
 
-/* The peak for `threads` threads: from the cache file when there is one,
- * else measured (about 0.3 s, one process at a time: others wait on a lock)
- * and saved. Kept in memory for the rest of the run. */
+/* The peak for `threads` threads: one core's figures (from the cache file
+ * when there is one, else measured, about 1 s, one process at a time: others
+ * wait on a lock, and saved) times `threads`. The figures are kept in memory
+ * for the rest of the run; the struct until the next call. */
 const cpu_peak_t *perf_cpu_peak(int threads);
 
 /* Peak FLOP/s of device d at precision p: the measured CPU peak (fp32; the
@@ -73,7 +78,14 @@ const cpu_peak_t *perf_cpu_peak(int threads);
  * --peak flag) wins. Returns 0 when unknown. */
 double perf_peak(const device_t *d, precision_t p, double override_tflops);
 
-/* "41.3%" or "peak unknown, pass --peak" into buf. */
+/* Where the peak of device d at precision p comes from, for a program's
+ * header: "1000 TFLOP/s per rank, from --peak", the CPU's formula and its
+ * source (two lines), the data sheet's figure, or that it is unknown. */
+const char *perf_peak_desc(char *buf, size_t len, const device_t *d, precision_t p, double override_tflops);
+
+/* A utilisation into buf: "41.3%" (0.1% from 1% up), "0.00123%" (three
+ * significant digits below 1%, as against a peak far above what was run), or
+ * "peak unknown, pass --peak". */
 const char *perf_util_str(char *buf, size_t len, double flops_per_s, double peak);
 
 /* flops_per_s / peak, after checking it is possible: above 1 dies with a

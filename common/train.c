@@ -136,7 +136,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
 }
 
 /* ---- set-up -------------------------------------------------------------------------- */
-static void header(train_t *tr) {
+static void header(train_t *tr, precision_t prec) {
     const train_opts_t *o = &tr->o;
     const model_config_t *c = &tr->cfg;
     const device_t *d = &tr->dev;
@@ -176,8 +176,9 @@ static void header(train_t *tr) {
             avx2 && __builtin_cpu_supports("avx512f")
                 ? " (AVX2 on an AVX-512 CPU: at most half the peak; OPENBLAS_CORETYPE=SkylakeX selects AVX-512 kernels)" : "",
             forced ? ", set by OPENBLAS_CORETYPE=" : "", forced ? forced : "");
-        if (o->peak <= 0) say("peak:    %s per rank\n", perf_cpu_peak(d->threads)->formula);
     }
+    char pk[640];
+    say("peak:    %s\n", perf_peak_desc(pk, sizeof pk, d, prec, o->peak));
     say("MFU:     6 N_matmul + 12 L H hd T = %.4g MFLOP per token (matmuls, forward + backward) "
         "/ (%d x peak)\n", tr->flops_token / 1e6, tr->dist.world);
     if (o->mem_limit)
@@ -263,7 +264,7 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     precision_t prec = (tr->dev.kind == DEV_CUDA && tr->dtype == DT_BF16) ? PREC_BF16 : PREC_FP32;
     tr->peak = perf_peak(&tr->dev, prec, o->peak);
     tr->flops_token = model_flops_per_token(&tr->cfg);
-    header(tr);
+    header(tr, prec);
     tr->trace_track = trace_track("compute");   /* tracks in this order: compute, comm */
     trace_init(MPI_COMM_WORLD, o->trace, 0);
     if (o->c.csv && tr->dist.rank == 0) tr->csv = csv_open(o->c.csv, CSV_HEADER);
@@ -778,7 +779,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         if (tr->step_note && tr->dist.rank == 0) tr->step_note(tr, tr->step_note_ctx);
         say("\n");
         if (tr->csv) {
-            fprintf(tr->csv, "%ld,%.6f,%.3f,%.1f,%.3f,%.3f,%.6g,%.6g,%.3f,%.3f,", step, loss, ms, tok_s,
+            fprintf(tr->csv, "%ld,%.6f,%.3f,%.1f,%.6g,%.6g,%.6g,%.6g,%.3f,%.3f,", step, loss, ms, tok_s,
                     100 * mfu, 100 * hfu, lr, norm, exposed_ms, ms - exposed_ms);
             if (bubble_s >= 0) fprintf(tr->csv, "%.4f,", bubble_s / secs); else fprintf(tr->csv, "nan,");
             fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, sent / world / 1e6, world,

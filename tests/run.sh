@@ -11,10 +11,15 @@
 #                                  each run as `BIN NAME`
 # NP 0 runs CMD directly (one rank, no mpirun); NP >= 1 runs it under
 # `mpirun -np NP`. Every test runs under its time limit, so a hang fails.
+# A limit is there to catch hangs, never to judge speed: each is at least
+# 60 s and at least 15 times the test's time on a 2-core machine, so a
+# loaded machine or one core (`taskset -c 0 make test`) stays within it.
 # In CMD, $DEV is the device under test (DEVICE=cpu|cuda, default cpu).
 #
 # Environment: TESTS=REGEX runs only the matching tests; VERBOSE=1 prints
-# every test's output. The last line is "N passed, N failed".
+# every test's output; TEST_TIME_SCALE=K multiplies every time limit by K
+# (for a machine slower still: an emulator, a sanitizer build on one core).
+# The last line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 
@@ -33,6 +38,11 @@ if [ "${SANITIZE:-0}" = 1 ]; then
 fi
 
 filter="${TESTS:-}"
+scale="${TEST_TIME_SCALE:-1}"
+if ! awk -v k="$scale" 'BEGIN { exit !(k ~ /^[0-9]*\.?[0-9]+$/ && k > 0) }'; then
+    echo "error: TEST_TIME_SCALE must be a positive number, got '$scale'" >&2
+    exit 2
+fi
 passed=0; failed=0; failures=()
 log=$(mktemp); trap 'rm -f "$log" "$log.err"' EXIT
 
@@ -53,6 +63,7 @@ selected() { [ -z "$filter" ] || [[ "$1" =~ $filter ]]; }
 run_one() {  # MODE NAME SECONDS NP CMD...
     local mode=$1 name=$2 secs=$3 np=$4; shift 4
     selected "$name" || return 0
+    secs=$(awk -v s="$secs" -v k="$scale" 'BEGIN { printf "%d", s * k + 0.999 }')
     local t0 rc detail=""
     t0=$(date +%s%N)
     timeout -k 5 "$secs" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then exec "$@"; else exec mpirun -np "$np" "$@"; fi' \

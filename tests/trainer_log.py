@@ -36,6 +36,11 @@ def params(c):
                                         + 3 * C * c["ffn"])
 
 
+def half_digit(text):
+    """Half a unit in the last digit of a printed number: what rounding it to its digits can change."""
+    return 0.5 * 10 ** -(len(text.split(".")[1]) if "." in text else 0)
+
+
 class Checks:
     """Printed against recomputed, one line each; finish() exits 1 if any differed."""
 
@@ -47,9 +52,9 @@ class Checks:
 
     def same(self, what, got, exp, tol=0.6):   # printed to the byte: half a byte of rounding
         ok = abs(got - exp) <= tol
-        print("  %-40s %16.3f %16.3f  %s" % (what, got, exp, "ok" if ok else "DIFFERS by %.3f" % (got - exp)))
+        print("  %-40s %16.6g %16.6g  %s" % (what, got, exp, "ok" if ok else "DIFFERS by %.4g" % (got - exp)))
         if not ok:
-            self.bad.append("%s: %.3f, recomputed %.3f (off by %.3f)" % (what, got, exp, got - exp))
+            self.bad.append("%s: %.6g, recomputed %.6g (off by %.4g)" % (what, got, exp, got - exp))
 
     def finish(self, good):
         for b in self.bad[:10]:

@@ -2,6 +2,7 @@
 #define UNIT_MAIN
 #include "unit.h"
 
+#include <math.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -54,12 +55,21 @@ TEST(gpu_peaks_found_by_device_name) {
     EXPECT(perf_peak(&d, PREC_BF16, 100) == 100e12);
 }
 
-TEST(cpu_peak_is_measured_and_plausible) {
+TEST(cpu_peak_is_the_isas_flop_per_cycle_times_one_cores_clock_times_threads) {
     const cpu_peak_t *p = perf_cpu_peak(1);
-    EXPECT(p->flops > 1e9);
-    EXPECT(p->ghz > 0.5 && p->ghz < 7);
-    EXPECT(p->flop_per_cycle >= 4 && p->flop_per_cycle <= 256);
+    const double one = p->flops, ghz = p->ghz;
+    const int fpc = p->flop_per_cycle, lanes = strcmp(p->isa, "AVX-512") == 0 ? 16 : 8;
     printf("%s\n", p->formula);
+    EXPECT(ghz > 0.5 && ghz < 7);
+    /* 2 FLOP per FMA x lanes x 1 or 2 FMAs per cycle */
+    if (fpc != 2 * lanes && fpc != 4 * lanes)
+        UNIT_FAIL("%d FLOP/cycle with %s: not 2 x %d lanes x 1 or 2 FMAs per cycle", fpc, p->isa, lanes);
+    EXPECT(fabs(one - ghz * 1e9 * fpc) <= 1e-9 * one);
+    p = perf_cpu_peak(3);
+    printf("%s\n", p->formula);
+    if (p->ghz != ghz || p->flop_per_cycle != fpc || fabs(p->flops - 3 * one) > 1e-9 * one)
+        UNIT_FAIL("3 threads: %.6g FLOP/s at %.3f GHz x %d, not 3 x %.6g at %.3f GHz x %d", p->flops, p->ghz,
+                  p->flop_per_cycle, one, ghz, fpc);
 }
 
 TEST(csv_header_written_once) {
