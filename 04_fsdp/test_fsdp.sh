@@ -105,6 +105,32 @@ if over == 0:
     sys.exit("error: no all-gather overlaps a unit's compute")
 EOF
     ;;
+prefetch-depth)  # K: ZeRO-3 with --prefetch K on 2 ranks, 4 layers: when a unit's compute
+    # ends, the all-gathers of the next K units are in flight (started, not yet waited
+    # for), counted from the trace: at most K at any unit, exactly K at some unit
+    k=$2
+    run 2 "$dir/a.log" "${TINY[@]}" --layers 4 --steps 5 --zero 3 --prefetch "$k" --trace "$dir/t.json"
+    grep '^zero' "$dir/a.log"
+    python3 - "$dir/t.json" "$k" <<'EOF'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+k = int(sys.argv[2])
+spans = [e for e in ev if e.get("ph") == "X"]
+gathers = [e for e in spans if e["name"].startswith("all-gather unit")]
+comp = [e for e in spans if e["name"].startswith(("fwd ", "bwd "))]
+depth = collections.Counter()
+for c in comp:
+    end = c["ts"] + c["dur"]
+    ahead = {g["name"].split()[2] for g in gathers if g["pid"] == c["pid"] and g["ts"] < end < g["ts"] + g["dur"]}
+    depth[len(ahead)] += 1
+print("--prefetch %d: %d unit computes; units gathered ahead when one ends: %s" % (
+    k, len(comp), ", ".join("%d at %d" % (d, n) for d, n in sorted(depth.items()))))
+if not comp or max(depth) != k:
+    sys.exit("error: at most %d units' all-gathers in flight ahead of their unit, --prefetch %d asks for %d"
+             % (max(depth, default=0), k, k))
+EOF
+    ;;
 memlimit)  # under --mem-limit, DDP is refused naming the bytes; ZeRO-3 on 4 ranks trains
     flags=(--device "$DEV" --threads 1 --dim 128 --layers 4 --heads 4 --kv-heads 4 --seq 32 --vocab 256
            --batch 4 --steps 3 --mem-limit 12M)

@@ -119,6 +119,45 @@ async-crash)  # rank 0 dies half-way through a background write: resume from the
     grep -q 'step_00000006: step 6' "$dir/b.log" || { echo "error: did not resume from step 6"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
+stall-in-save)  # ZeRO-3 on 2 ranks (chapter 04's program: a part per rank, the shared
+    # trainer's save): rank 1 stalls before writing its part of step 6 (a slow disk) while
+    # rank 0's is on disk. The set keeps its .tmp name while the part is missing; killing
+    # the stalled rank leaves no step_00000006; --resume continues from step 3, bit for bit.
+    P=./04_fsdp/fsdp
+    flags=("${TINY[@]}" --zero 3 --steps 9 --ckpt-every 3 --ckpt-dir "$dir/ckpt")
+    run 2 "$dir/ref.log" "${TINY[@]}" --zero 3 --steps 9 --save-final "$dir/ref.bin"
+    mpirun -np 2 "$P" "${flags[@]}" --stall-in-save 6 >"$dir/a.log" 2>&1 &
+    job=$!
+    pid=
+    # a failed check leaves no job behind
+    trap '{ [ -z "$pid" ] || kill -KILL "$pid"; kill $job; } 2>/dev/null || true; rm -rf "$dir"' EXIT
+    set6="$dir/ckpt/step_00000006"
+    # no clock decides the outcome: the wait ends when rank 0's part is on disk (under
+    # either name of the set), or with the job
+    until grep -q 'stalls before writing its part of step 6' "$dir/a.log" &&
+            { [ -e "$set6.tmp/part_00000.ckpt" ] || [ -e "$set6/part_00000.ckpt" ]; }; do
+        kill -0 $job 2>/dev/null || { echo "error: the job ended before the stall"; cat "$dir/a.log"; exit 1; }
+        sleep 0.1
+    done
+    pid=$(sed -n 's/.*(pid \([0-9]*\)) stalls.*/\1/p' "$dir/a.log")
+    echo "rank 1 (pid $pid) stalls; rank 0's part of step 6 is on disk"
+    # rank 0 would name the set within microseconds of its own part if it did not wait:
+    # watch the directory for 3 s
+    for i in $(seq 30); do
+        [ ! -e "$set6" ] || { echo "error: step 6 was named complete while rank 1's part was missing"; ls "$set6"; exit 1; }
+        sleep 0.1
+    done
+    ls "$dir/ckpt" "$set6.tmp"
+    kill -KILL "$pid"
+    if wait $job; then echo "error: the job did not fail when a rank was killed"; exit 1; fi
+    [ ! -e "$set6" ] || { echo "error: the crash left step 6 named complete"; exit 1; }
+    [ -e "$dir/ckpt/step_00000003/meta.ckpt" ] || { echo "error: step 3 is not complete"; exit 1; }
+    echo "after the crash: $(ls "$dir/ckpt" | tr '\n' ' ')"
+    run 2 "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume' "$dir/b.log"
+    grep -q 'step_00000003: step 3, continuing at step 4' "$dir/b.log" || { echo "error: did not resume from step 3"; exit 1; }
+    $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
 no-progress)  # failures faster than a checkpoint: the supervisor gives up with one line (expects the refusal)
     # not exec: the EXIT trap must still remove $dir
     rc=0

@@ -116,6 +116,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
         {"inter-us", ARG_DOUBLE, &o->inter_us, "link model: latency between simulated nodes, microseconds", NULL, 0, 1e7},
         {"mem-limit", ARG_BYTES, &o->mem_limit, "refuse to count more than this much device memory per rank (0: no limit)", NULL, 0, 0},
         {"crash-in-save", ARG_INT, &o->crash_in_save, "testing: die (SIGKILL) half-way through writing the checkpoint of this step", NULL, 0, 1e9},
+        {"stall-in-save", ARG_INT, &o->stall_in_save, "testing: the last rank stops before writing its part of the checkpoint of this step, until the job ends", NULL, 0, 1e9},
     };
     int ns = ARRAY_LEN(shared), n = ns + prog->nflags;
     if (n > MAX_FLAGS) die("too many flags");
@@ -409,9 +410,20 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
 }
 
 void train_ckpt_write(train_t *tr, train_ckpt_t *s) {
+    int stall = tr->o.stall_in_save == s->step && tr->dist.rank == tr->dist.world - 1;
+    if (stall && (tr->dist.world == 1 || !s->has_part))
+        die("--stall-in-save: rank %d writes no part of the checkpoint to stall in (a part of its own: "
+            "ZeRO, tensor or pipeline parallelism, on 2 ranks or more)", tr->dist.rank);
     if (!s->has_part) return;
     if (tr->o.crash_in_save == s->step && tr->dist.rank == 0)
         ckpt_crash_after_bytes = CKPT_HEADER_BYTES + s->n * sizeof(float) * 3 / 2;
+    if (stall) {
+        /* a slow disk on one rank: the set must not be named complete without this part */
+        printf("ckpt:    rank %d (pid %ld) stalls before writing its part of step %ld (--stall-in-save)\n",
+               tr->dist.rank, (long)getpid(), s->step);
+        fflush(stdout);
+        for (;;) sleep(60);
+    }
     ckpt_save(&s->part, s->path);
 }
 

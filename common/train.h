@@ -53,7 +53,7 @@ typedef struct {
     double lr, clip, peak;
     const char *dtype, *data;
     const char *ckpt_dir;
-    int ckpt_every, ckpt_keep, resume, crash_in_save;
+    int ckpt_every, ckpt_keep, resume, crash_in_save, stall_in_save;
     const char *trace;
     int trace_steps;
     const char *save_final, *dump;
