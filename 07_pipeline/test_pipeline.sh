@@ -107,6 +107,28 @@ csv)  # every number of the step lines and the CSV rows, recomputed (tests/check
         awk '{ if ($1 - 100 * $2 > 0.051 || 100 * $2 - $1 > 0.051) { print "error: step line bubble " $1 "%, CSV " $2; bad = 1 } n++ }
              END { if (n != 5) { print "error: " n " steps"; bad = 1 } else print "bubble: the 5 step lines and CSV rows agree"; exit bad }'
     ;;
+idle)  # NP [FLAGS...]: the CSV's bubble (idle / step) tied to the idle time the summary measured:
+      # bubble x ms of each timed step is that step's idle time (mean over ranks), so their mean
+      # over the timed steps is the mean of the stage lines' idle ms; a share, never above 100%
+    np=$2; shift 2
+    run "$np" "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 5 --replay none --csv "$dir/a.csv" "$@"
+    grep -E '^bubble:|measured, steps|^ +stage [0-9]+: busy' "$dir/a.log"
+    awk -F, -v summary="$dir/a.log" '
+        function fail(msg) { print "error: " msg; bad = 1 }
+        BEGIN { while ((getline line < summary) > 0)
+                    if (line ~ /^ +stage [0-9]+: busy/) { split(line, f, " "); idle += f[7]; n++ }
+                if (n == 0) { print "error: no stage lines in the summary"; exit 1 } }
+        NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "ms") ms = i; if ($i == "bubble") bu = i }; next }
+        { if ($bu < 0 || $bu > 1) fail("step " $1 ": bubble " 100 * $bu "% is not a share of the step")
+          if (NR > 2) { sum += $bu * $ms; share += $bu; slack += 5e-5 * $ms; steps++ } }   # step 1 warms up, untimed
+        END { if (steps != 4) { print "error: " steps " timed steps in the CSV, want 4"; exit 1 }
+              got = sum / steps; want = idle / n; tol = slack / steps + 0.003
+              printf "mean over steps 2-5 of bubble x ms: %.4f ms; mean of the %d stage lines'"'"' idle: %.4f ms\n", got, n, want
+              printf "mean bubble %.1f%% of the whole step (the summary'"'"'s %d stages: of their own span, without the update)\n", 100 * share / steps, n
+              if (got - want > tol || want - got > tol)
+                  fail("bubble x step time is " got " ms of idle per step, the stages measured " want " ms")
+              exit bad }' "$dir/a.csv"
+    ;;
 replay)  # the replay with the measured action times reproduces each stage's busy time and the step
     run 2 "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 4 --micro 4 --schedule gpipe --replay none \
         --bubble-csv "$dir/b.csv" --gantt-csv "$dir/g.csv"

@@ -5,8 +5,8 @@
     check_plan.py eval OUTPUT ARGS...   one --eval plan on the h100 cluster: memory per
                                         kind from the parameter formulas, the pipeline's
                                         and the data-parallel transfers, the step as the
-                                        sum of its parts, MFU
-                                        from the model FLOPs and the step
+                                        sum of its parts, the bubble's share at equal
+                                        stage times, MFU from the model FLOPs and the step
     check_plan.py cp TEXT               --llama3-table4's output: row 3's context-parallel
                                         time is Llama 3's all-gather of K and V, exposed
     check_plan.py plans CSV N           the --csv rows of a search: N plans, in MFU order,
@@ -99,6 +99,13 @@ def evaluate(out, args):
         bw, lat = (360e9, 5e-6) if tp * cp * pp <= 8 else (40e9, 10e-6)
         X = mbs * T / cp * C * 2 / tp   # bf16, sequence-parallel: a tp-th of the rows
         near("exposed pp (s)", parts[7], micro * chunks * 2 * (lat + X / bw), 0.01, 0.0011)
+    # the bubble with every stage equally fast: (P-1)/V micro-batch times beside
+    # the M V chunk passes, (P-1)/(V M + P-1) of the pipeline's time (07_pipeline's formula)
+    busy = sum(parts[1:8])
+    near("bubble share of the pipeline's time", parts[8] / (busy + parts[8]),
+         (pp - 1) / (chunks * micro + pp - 1), 0.01, 1e-4)
+    share = re.search(r"^\s+1\s+.*\s([0-9.]+)%\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+%\s+[0-9.]+%$", text, re.M)
+    near("bubble (% of the step)", float(share.group(1)), 100 * parts[8] / parts[0], 0.01, 0.051)
     row = re.search(r"^\s+1\s+.*\s([0-9.]+)\s+([0-9.]+)%\s+([0-9.]+)%$", text, re.M)
     tflops, mfu = float(row.group(1)), float(row.group(2))
     # model FLOPs per token: 6 N_matmul + 12 L H hd T (MODEL.md), per GPU per step

@@ -250,3 +250,132 @@ TEST(shards_tensor_x_context_parallel_ring_equal_the_whole_model) {
 TEST(shards_tensor_x_context_parallel_ulysses_equal_the_whole_model) {
     shard_matches_whole((layout_t){2, 1, unit_dist.world / 2, 1, CORE_ULYSSES});
 }
+
+/* ---- the layouts context parallelism relies on, element by element ------------------ */
+/* 4 heads on 2 kv heads, 24 tokens: 2C chunks for C up to 4 (balanced) and C chunks. */
+static const model_config_t LAYOUT_CFG = {.vocab = 16, .dim = 16, .layers = 1, .heads = 4, .kv_heads = 2,
+                                          .ffn = 32, .seq = 24};
+
+static void shard_cp(model_t *m, const model_config_t *c, int C, int r, int balance, int B) {
+    model_shard_t s = model_shard_full(c);
+    s.cp = C;
+    s.cp_rank = r;
+    s.cp_balance = balance;
+    model_init(m, c, &s, B, DT_F32, &dev, 1);
+}
+
+/* Balanced, rank i holds chunks i and 2C-1-i of the 2C (one early, one
+ * late: equal causal work); in order, chunk i of C. Every rank's positions,
+ * as it sees itself and as the others see it, for C = 1..4 (one rank holds
+ * the sequence as one chunk either way). */
+TEST(cp_balanced_layout_gives_rank_i_chunks_i_and_2c_minus_1_minus_i) {
+    setup();
+    model_config_t c = LAYOUT_CFG;
+    model_config_check(&c);
+    const int T = c.seq;
+    for (int C = 1; C <= 4; C++)
+        for (int balance = 0; balance <= (C > 1); balance++)
+            for (int r = 0; r < C; r++) {
+                model_t m;
+                shard_cp(&m, &c, C, r, balance, 1);
+                const int nck = balance ? 2 : 1, Tc = T / (nck * C);
+                EXPECT_EQ_INT(m.nck, nck);
+                EXPECT_EQ_INT(m.Tc, Tc);
+                for (int k = 0; k < nck; k++) {
+                    int want = balance ? (k == 0 ? r : 2 * C - 1 - r) * Tc : r * Tc;
+                    if (m.chunk_pos[k] != want)
+                        UNIT_FAIL("C %d %s, rank %d: chunk %d starts at token %d, want %d", C,
+                                  balance ? "balanced" : "in order", r, k, m.chunk_pos[k], want);
+                    for (int j = 0; j < C; j++) {   /* rank r's view of rank j */
+                        int wj = balance ? (k == 0 ? j : 2 * C - 1 - j) * Tc : j * Tc;
+                        if (model_cp_chunk_pos(&m, j, k) != wj)
+                            UNIT_FAIL("C %d %s, rank %d sees rank %d's chunk %d at %d, want %d", C,
+                                      balance ? "balanced" : "in order", r, j, k, model_cp_chunk_pos(&m, j, k), wj);
+                    }
+                }
+                model_free(&m);
+            }
+    printf("C = 1..4, balanced and in order: every rank's chunks where the layout puts them\n");
+}
+
+/* Ulysses's all-to-all: after it, rank r holds heads r H/C.. of q and the kv
+ * heads those query heads read (KV/C of them when C divides KV, else the
+ * one of its group) for every token of every sequence. Each element of q,
+ * k, v carries its own (sequence, token, head, column) as its value, so
+ * the head layout is compared element by element with the one an
+ * independent gather from every rank's tokens gives. 2 ranks split the 2
+ * kv heads; 4 share each between 2. */
+static float code(int which, int b, int t, int h, int d, int T, int heads, int hd) {
+    return (float)(which * 10000 + ((b * T + t) * heads + h) * hd + d);
+}
+
+TEST(ulysses_all_to_all_gives_each_rank_its_heads_of_every_token) {
+    setup();
+    model_config_t c = LAYOUT_CFG;
+    model_config_check(&c);
+    const int C = unit_dist.world, r = unit_dist.rank, B = 2, T = c.seq;
+    comm_t cpc;
+    comm_init(&cpc, MPI_COMM_WORLD, "auto", &dev);
+    model_t m;
+    shard_cp(&m, &c, C, r, 1, B);
+    cp_t u;
+    cp_init(&u, &cpc, &m, CP_ULYSSES);
+    model_acts_t a;
+    model_acts_init(&m, &a, 0, B, 0, 0);
+    const int H = m.H, KV = m.KV, hd = m.hd, Hc = H / C, KVc = KV >= C ? KV / C : 1;
+    const size_t Rf = a.rows_full;
+    float *q = xmalloc(Rf * H * hd * 4), *k = xmalloc(Rf * KV * hd * 4), *v = xmalloc(Rf * KV * hd * 4);
+    for (int ck = 0; ck < m.nck; ck++)   /* this rank's rows: chunk, sequence, token */
+        for (int b = 0; b < B; b++)
+            for (int tt = 0; tt < m.Tc; tt++) {
+                size_t row = ((size_t)ck * B + b) * m.Tc + tt;
+                int t = m.chunk_pos[ck] + tt;
+                for (int h = 0; h < H; h++)
+                    for (int d = 0; d < hd; d++) q[row * H * hd + h * hd + d] = code(0, b, t, h, d, T, H, hd);
+                for (int h = 0; h < KV; h++)
+                    for (int d = 0; d < hd; d++) {
+                        k[row * KV * hd + h * hd + d] = code(1, b, t, h, d, T, KV, hd);
+                        v[row * KV * hd + h * hd + d] = code(2, b, t, h, d, T, KV, hd);
+                    }
+            }
+    void *qd = dev_alloc(&dev, Rf * H * hd * 4), *kd = dev_alloc(&dev, Rf * KV * hd * 4),
+         *vd = dev_alloc(&dev, Rf * KV * hd * 4), *out = dev_alloc(&dev, Rf * H * hd * 4);
+    float *lse = dev_alloc(&dev, Rf * H * 4);
+    dev_from_host(&dev, qd, q, Rf * H * hd * 4);
+    dev_from_host(&dev, kd, k, Rf * KV * hd * 4);
+    dev_from_host(&dev, vd, v, Rf * KV * hd * 4);
+    m.attn.forward(m.attn.ctx, &m, &a, qd, kd, vd, out, lse);
+    float *qh = xmalloc((size_t)B * T * Hc * hd * 4), *kh = xmalloc((size_t)B * T * KVc * hd * 4),
+          *vh = xmalloc((size_t)B * T * KVc * hd * 4);
+    dev_to_host(&dev, qh, u.qh, (size_t)B * T * Hc * hd * 4);
+    dev_to_host(&dev, kh, u.kh, (size_t)B * T * KVc * hd * 4);
+    dev_to_host(&dev, vh, u.vh, (size_t)B * T * KVc * hd * 4);
+    /* query head h reads kv head h / (H / KV) */
+    const int kv0 = r * Hc / (H / KV);
+    int wrong = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int d = 0; d < hd; d++) {
+                for (int j = 0; j < Hc; j++) {
+                    float got = qh[(((size_t)b * T + t) * Hc + j) * hd + d], want = code(0, b, t, r * Hc + j, d, T, H, hd);
+                    if (got != want && wrong++ < 5)
+                        UNIT_FAIL("q: sequence %d token %d head %d column %d is %g, want %g", b, t, r * Hc + j, d, got, want);
+                }
+                for (int j = 0; j < KVc; j++) {
+                    size_t at = (((size_t)b * T + t) * KVc + j) * hd + d;
+                    float wk = code(1, b, t, kv0 + j, d, T, KV, hd), wv = code(2, b, t, kv0 + j, d, T, KV, hd);
+                    if (kh[at] != wk && wrong++ < 5)
+                        UNIT_FAIL("k: sequence %d token %d kv head %d column %d is %g, want %g", b, t, kv0 + j, d, kh[at], wk);
+                    if (vh[at] != wv && wrong++ < 5)
+                        UNIT_FAIL("v: sequence %d token %d kv head %d column %d is %g, want %g", b, t, kv0 + j, d, vh[at], wv);
+                }
+            }
+    printf("rank %d of %d: heads %d-%d, kv heads %d-%d of every token: %d elements wrong\n", r, C, r * Hc,
+           r * Hc + Hc - 1, kv0, kv0 + KVc - 1, wrong);
+    dev_free(&dev, qd); dev_free(&dev, kd); dev_free(&dev, vd); dev_free(&dev, out); dev_free(&dev, lse);
+    free(q); free(k); free(v); free(qh); free(kh); free(vh);
+    model_acts_free(&m, &a);
+    cp_free(&u);
+    model_free(&m);
+    comm_destroy(&cpc);
+}
