@@ -31,7 +31,10 @@ static int min_int(int a, int b) { return a < b ? a : b; }
  * and those whose reduce-scatter is in flight). */
 static int weight_slots(const fsdp_t *f, int zero) {
     if (zero != 3) return 0;
-    return f->reshard ? min_int(f->n_units, 1 + f->o.prefetch) : f->n_units;
+    if (!f->reshard || f->keep_gathered) return f->n_units;
+    /* in a pipeline the last unit, kept for its backward, may wait while
+     * other micro-batches' forwards run */
+    return min_int(f->n_units, 1 + f->o.prefetch + (f->stages > 1));
 }
 static int rs_inflight(const fsdp_t *f) {
     return min_int(f->n_units, f->o.no_overlap ? 1 : FSDP_RS_INFLIGHT);
@@ -93,6 +96,8 @@ void fsdp_bytes_predict(const fsdp_t *f, fsdp_bytes_t *b) {
         int z = f->o.zero;
         b->shard[COLL_REDUCE_SCATTER] = (z == 1 ? 1 : m) * (N - 1) * S * w;
         if (z <= 2) {
+            b->shard[COLL_ALLGATHER] = (N - 1) * S * w;
+        } else if (f->keep_gathered) {   /* once per step, kept across the micro-batches */
             b->shard[COLL_ALLGATHER] = (N - 1) * S * w;
         } else {   /* forward: every unit; backward: all but the one kept from forward */
             double back = f->reshard ? S - (double)f->per[f->n_units - 1] : 0;
@@ -279,7 +284,8 @@ static void after_unit(void *ctx, model_t *m, int u, model_pass_t pass) {
     if (f->o.zero == 3) {
         /* the last unit of forward runs backward next: it keeps its weights */
         int keep = pass == PASS_RECOMPUTE ||
-                   (pass == PASS_FORWARD && (!f->reshard || u == f->n_units - 1));
+                   (pass == PASS_FORWARD && (!f->reshard || f->keep_gathered || u == f->n_units - 1)) ||
+                   (pass == PASS_BACKWARD && f->keep_gathered && !f->last_micro);
         if (!keep) release_weights(f, u);
     }
     if (pass == PASS_BACKWARD && f->o.zero > 0) {
@@ -403,6 +409,8 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
     f->R = f->rep ? rep->size : 1;
     f->micro = tr->o.micro;
     f->reshard = strcmp(o->reshard, "on") == 0;
+    f->keep_gathered = strcmp(o->reshard_backward, "off") == 0;
+    f->stages = tr->mesh.size[AXIS_PP];
     if (rep && o->zero == 0) usage_error("hybrid sharding needs --zero 1, 2 or 3");
     if (o->zero == 3 && o->prefetch > tr->cfg.layers)
         usage_error("--prefetch %d is deeper than the model's %d layers", o->prefetch, tr->cfg.layers);
@@ -419,13 +427,13 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
     f->rep_track = -1;
 
     if (o->zero == 0) {   /* plain DDP, the baseline: common/grad_sync's all-reduce */
-        grad_sync_init_allreduce(&f->gs, shard, m, f->wt, (size_t)(o->bucket_mb * 1048576.0),
+        grad_sync_init_allreduce(&f->gs, shard, m, f->wt, (size_t)(tr->o.bucket_mb * 1048576.0),
                                  !o->no_overlap);
         tr->step_note = note_bytes;
         tr->step_note_ctx = f;
         say("zero:    DDP (--zero 0) over %d rank%s: whole weights, gradients and Adam state on every rank; "
             "%s gradients all-reduced in buckets of %.4g MiB%s\n", f->N, f->N == 1 ? "" : "s",
-            dtype_name(f->wt), o->bucket_mb, o->no_overlap ? " after backward" : " during backward");
+            dtype_name(f->wt), tr->o.bucket_mb, o->no_overlap ? " after backward" : " during backward");
         return;
     }
     f->pieces = xcalloc((size_t)f->n_units, sizeof *f->pieces);
@@ -483,7 +491,8 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
     if (o->zero == 3)
         say("         weights all-gathered in %s per unit, %d unit%s ahead (--prefetch), %s after forward; "
             "%d gather buffer%s\n", dtype_name(f->wt), o->prefetch, o->prefetch == 1 ? "" : "s",
-            f->reshard ? "freed" : "kept until backward", f->nwslots, f->nwslots == 1 ? "" : "s");
+            f->keep_gathered ? "kept gathered across the step's micro-batches (--reshard-after-backward off)"
+            : f->reshard ? "freed" : "kept until backward", f->nwslots, f->nwslots == 1 ? "" : "s");
     /* every rank of a group owns different pieces; replicas hold copies */
     tr->part_unique = f->R == 1 || rep->rank == 0;
     tr->step_note = note_bytes;
@@ -512,56 +521,61 @@ void fsdp_free(fsdp_t *f) {
     memset(f, 0, sizeof *f);
 }
 
-/* ---- one step ------------------------------------------------------------------------------ */
-void fsdp_step_begin(fsdp_t *f) {
+/* ---- the strategy the runner calls ------------------------------------------------------ */
+static int communicates(const fsdp_t *f) { return f->o.zero == 0 || f->N > 1; }
+
+static void step_begin(void *ctx) {
+    fsdp_t *f = ctx;
     if (f->norder) f->recorded = 1;   /* step 1's order is known from now on */
     f->pos = -1;
     for (int k = 0; k < COLL_KINDS; k++) {
         f->sent0[0][k] = f->shard->sent[k];
         f->sent0[1][k] = f->rep ? f->rep->sent[k] : 0;
     }
-    if (f->o.zero == 0) {
-        model_zero_grads(f->m);
-    } else {
+    if (f->o.zero > 0) {   /* DDP's gradients are the model's, which the runner zeroed */
         dev_memset0(f->d, f->gshard, f->S * sizeof(float));
         if (f->gfull) dev_memset0(f->d, f->gfull, (size_t)f->N * f->S * sizeof(float));
     }
 }
 
-void fsdp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+/* DDP and ZeRO-1 accumulate whole gradients and communicate on each chunk's
+ * last backward (no_sync before); ZeRO-2/3 reduce-scatter every backward. */
+static void backward_begin(void *ctx, int last) {
     fsdp_t *f = ctx;
-    model_t *m = f->m;
-    int z = f->o.zero, comm = z == 0 || f->N > 1;
-    fsdp_step_begin(f);
-    for (int i = 0; i < tr->o.micro; i++) {
-        int last = i == tr->o.micro - 1;
-        f->last_micro = last;
-        train_batch(tr, step, i, &tr->acts);
-        double e0 = f->exposed_s, t0 = now_s();
-        st->loss += model_forward(m, &tr->acts);
-        double t1 = now_s(), e1 = f->exposed_s;
-        /* DDP and ZeRO-1 accumulate whole gradients and communicate once
-         * (no_sync); ZeRO-2/3 reduce-scatter every micro-batch */
-        int sync = z <= 1 ? last : 1;
-        if (comm) grad_sync_begin(&f->gs, sync);
-        model_backward(m, &tr->acts, tr->loss_scale, NULL);
-        double t2 = now_s(), e2 = f->exposed_s, in_bwd = comm && sync ? f->gs.exposed_s : 0;
-        if (comm && sync) {
-            grad_sync_finish(&f->gs);
-            st->exposed_s += f->gs.exposed_s;
-        }
-        if (last && f->R > 1) {   /* the replicas' all-reduces still in flight */
-            double w0 = now_s();
-            for (int u = 0; u < f->n_units; u++)
-                if (f->rep_req[u].active) rep_finish(f, u);
-            f->exposed_s += now_s() - w0;
-        }
-        st->fwd_s += t1 - t0 - (e1 - e0);
-        st->bwd_s += t2 - t1 - (e2 - e1) - in_bwd;
-        st->exposed_s += f->exposed_s - e0;
+    f->last_micro = last != 0;
+    if (!communicates(f)) return;
+    if (f->o.zero >= 2 || last == 2) grad_sync_begin(&f->gs, 1);
+    else if (last) grad_sync_continue(&f->gs);
+    else grad_sync_begin(&f->gs, 0);
+}
+
+static void backward_end(void *ctx, int last) {
+    fsdp_t *f = ctx;
+    (void)last;
+    if (communicates(f) && f->o.zero >= 2) grad_sync_finish(&f->gs);
+}
+
+static void step_end(void *ctx) {
+    fsdp_t *f = ctx;
+    if (communicates(f) && f->o.zero <= 1) grad_sync_finish(&f->gs);
+    if (f->R > 1) {   /* the replicas' all-reduces still in flight */
+        double w0 = now_s();
+        for (int u = 0; u < f->n_units; u++)
+            if (f->rep_req[u].active) rep_finish(f, u);
+        f->exposed_s += now_s() - w0;
     }
-    if (z == 3)   /* nothing should be left gathered; a stray prefetch is dropped */
+    if (f->o.zero == 3)   /* nothing should be left gathered; a stray prefetch is dropped */
         for (int u = 0; u < f->n_units; u++) release_weights(f, u);
+}
+
+static double exposed(void *ctx) {
+    const fsdp_t *f = ctx;
+    return f->exposed_s + (communicates(f) ? f->gs.exposed_total : 0);
+}
+
+grad_strategy_t fsdp_strategy(fsdp_t *f) {
+    return (grad_strategy_t){.ctx = f, .step_begin = step_begin, .backward_begin = backward_begin,
+                             .backward_end = backward_end, .step_end = step_end, .exposed = exposed};
 }
 
 /* ---- the report ----------------------------------------------------------------------------- */
@@ -626,6 +640,7 @@ void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double 
             else if (k == COLL_REDUCE_SCATTER) how = z == 1 ? "(N-1)/N x P x w" : "micro x (N-1)/N x P x w";
             else if (k == COLL_ALLGATHER)
                 how = z <= 2 ? "(N-1)/N x P x w (updated weights)"
+                             : f->keep_gathered ? "(N-1)/N x P x w (once, kept across the micro-batches)"
                              : f->reshard ? "micro x (N-1)/N x (2 P - last unit) x w (forward + backward)"
                                           : "micro x (N-1)/N x P x w (forward only)";
             snprintf(label, sizeof label, "%s%s", coll_name[k], grp[g]);

@@ -22,9 +22,9 @@
  * fp32 master piece IS the weight shard, as in FSDP: it is cast to w bytes
  * and all-gathered whenever a unit's full weights are needed.
  *
- * One step (fsdp_step):
+ * One step (the runner's micro-batches, with fsdp_strategy at its points):
  *   ZeRO-1  backward accumulates into the whole (padded) gradient array; on
- *           the last micro-batch each unit is reduce-scattered as backward
+ *           a chunk's last backward each unit is reduce-scattered as backward
  *           finishes it (the first half of DDP's all-reduce), the optimizer
  *           updates this rank's pieces, and each unit's updated pieces are
  *           all-gathered into the working weights (the second half).
@@ -36,7 +36,13 @@
  *           --prefetch K the next K units' gathers already started), freed
  *           after its forward (--reshard-after-forward on) or kept until its
  *           backward (off), and freed after its backward. The unit run last
- *           in forward keeps its weights for its backward, which comes next.
+ *           in forward keeps its weights for its backward, which comes next
+ *           (in a pipeline, after other micro-batches' forwards, perhaps).
+ *           --reshard-after-backward off keeps every unit gathered from its
+ *           first use to its chunk's last backward of the step (FSDP2's
+ *           reshard_after_backward=False, with gradient accumulation or
+ *           pipelines): one all-gather per step, the whole stage's weights
+ *           held.
  *   Bytes each rank sends per step (nccl-tests' bus bytes; w: bytes per
  *   weight and per communicated gradient; m micro-batches):
  *     DDP     all-reduce 2 (N-1)/N P w
@@ -44,6 +50,10 @@
  *     2       m x reduce-scatter (N-1)/N P w + all-gather (N-1)/N P w
  *     3       m x [all-gather 2 (N-1)/N P w (forward, backward) + reduce-scatter (N-1)/N P w]
  *             = 1.5 x DDP; with resharding off the backward gathers nothing (= DDP)
+ *             kept gathered (--reshard-after-backward off): all-gather (N-1)/N P w once
+ *   The same holds for a pipeline stage (P: its parameters): whatever the
+ *   order of its forwards and backwards, each unit is gathered once per
+ *   micro-batch for forward and, resharded, once for backward.
  *   (P here padded to N pieces per unit; fsdp_bytes_predict gives it exactly.)
  *
  * Hybrid sharding: with `replicate` (R ranks holding the same piece in other
@@ -76,18 +86,18 @@ typedef struct {
     int zero;                /* 0: DDP (the baseline), 1, 2, 3 */
     int prefetch;            /* ZeRO-3: units whose all-gather starts ahead of their turn */
     const char *reshard;     /* ZeRO-3: "on" frees a unit's weights after its forward */
+    const char *reshard_backward;   /* ZeRO-3: "off" keeps them gathered across the step's micro-batches */
     int no_overlap;          /* complete each collective before going on */
-    double bucket_mb;        /* DDP: all-reduce bucket cap */
 } fsdp_opts_t;
 
-#define FSDP_OPTS_DEFAULT {3, 1, "on", 0, 25}
+#define FSDP_OPTS_DEFAULT {3, 1, "on", "on", 0}
 /* The chapter flags, for a program's flag table. */
 #define FSDP_FLAGS(o)                                                                               \
     {"zero", ARG_INT, &(o).zero, "ZeRO stage: 1 optimizer state, 2 + gradients, 3 + weights (FSDP); 0: plain DDP", NULL, 0, 3}, \
     {"prefetch", ARG_INT, &(o).prefetch, "ZeRO-3: units whose weights are all-gathered ahead of their turn", NULL, 0, 1e4}, \
     {"reshard-after-forward", ARG_CHOICE, &(o).reshard, "ZeRO-3: free a unit's gathered weights after its forward", "on|off", 0, 0}, \
-    {"no-overlap", ARG_FLAG, &(o).no_overlap, "complete every collective before computing on", NULL, 0, 0}, \
-    {"bucket-mb", ARG_DOUBLE, &(o).bucket_mb, "DDP (--zero 0): gradient bucket size in MiB", NULL, 1e-6, 1e6}
+    {"reshard-after-backward", ARG_CHOICE, &(o).reshard_backward, "ZeRO-3: free them after each backward (off: keep every unit gathered from its first use to its last backward of the step)", "on|off", 0, 0}, \
+    {"no-overlap", ARG_FLAG, &(o).no_overlap, "complete every collective before computing on", NULL, 0, 0}
 
 /* Bytes per rank, by mem_kind (device.h): what this configuration holds for
  * weights, gradients, optimizer state and communication buffers. */
@@ -114,6 +124,8 @@ typedef struct fsdp {
     comm_t *shard, *rep;     /* rep: the replicas of this rank's pieces (hybrid), or NULL */
     int N, R, micro;
     int reshard;
+    int keep_gathered;       /* --reshard-after-backward off */
+    int stages;              /* pipeline stages of the mesh */
     int n_units;
     size_t *count, *per;     /* (n_units) elements of each unit, of each piece */
     size_t S, per_max;       /* shard length (sum of pieces), the largest piece */
@@ -148,17 +160,15 @@ typedef struct fsdp {
  * step line's note. shard: the N ranks sharing the state; rep (may be NULL):
  * the ranks holding the same pieces in other groups. Refuses (usage_error)
  * a prefetch deeper than the layers and a --mem-limit below what any rank's
- * state needs (the ranks compare: call it on every rank of the world). Then call train_optimizer(tr, f->pieces, n_units, f->S)
- * (DDP: train_optimizer(tr, NULL, 0, 0)) and train_run(tr, fsdp_step, f). */
+ * state needs (the ranks compare: call it on every rank of the world). Then
+ * call train_optimizer(tr, f->pieces, n_units, f->S) (DDP:
+ * train_optimizer(tr, NULL, 0, 0)) and run the steps with fsdp_strategy. */
 void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o);
 void fsdp_free(fsdp_t *f);
-void fsdp_step(train_t *tr, void *ctx, long step, train_step_t *st);
-/* The start of a step whose micro-batches another loop runs (chapter 10's
- * pipeline executor, with ZeRO-1: its no_sync micro-batches accumulate into
- * the whole gradients, and each stage's last backward reduce-scatters them
- * through f->gs): the gradients zeroed, the step's byte count begun.
- * fsdp_step begins with it. */
-void fsdp_step_begin(fsdp_t *f);
+/* The synchronisation as the runner's strategy (common/runner.h): call
+ * runner_init(&r, schedule, tr, fsdp_strategy(f), ...); any schedule, the
+ * one-stage list or a pipeline's. */
+grad_strategy_t fsdp_strategy(fsdp_t *f);
 
 /* What this configuration holds and sends, from its formulas. */
 void fsdp_mem_predict(const fsdp_t *f, fsdp_mem_t *mem);

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "fsdp.h"
 #include "perf.h"
+#include "runner.h"
 
 #define BENCH_HEADER "zero,ranks,dtype,prefetch,reshard,overlap,micro,params,wbytes,step_ms,compute_ms," \
                      "exposed_ms,mem_mb,mem_pred_mb,params_mb,grads_mb,optim_mb,comm_mb,acts_mb,formula_mb," \
@@ -41,7 +42,9 @@ int main(int argc, char **argv) {
     fsdp_init(&f, &tr, &tr.grad, NULL, &fo);
     if (fo.zero == 0) train_optimizer(&tr, NULL, 0, 0);
     else train_optimizer(&tr, f.pieces, f.n_units, f.S);
-    train_run(&tr, fsdp_step, &f);
+    runner_t run;
+    runner_init(&run, NULL, &tr, fsdp_strategy(&f), 0, 0);
+    train_run(&tr, runner_step, &run);
 
     double mem, mem_pred, sent, sent_pred;
     fsdp_report(&f, &mem, &mem_pred, &sent, &sent_pred);
@@ -59,6 +62,7 @@ int main(int argc, char **argv) {
         fprintf(b, "%.4f,%.4f,%.4f,%.4f\n", mp.state / 1e6, mp.paper / 1e6, sent / 1e6, sent_pred / 1e6);
         out_close(b, bench_csv);
     }
+    runner_free(&run);
     fsdp_free(&f);
     train_finish(&tr);
     return 0;

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "04_fsdp/fsdp.h"
 #include "perf.h"
+#include "runner.h"
 
 #define BENCH_HEADER "shard,replicas,ranks,node_size,inter_gbps,inter_us,zero,dtype,step_ms,exposed_ms," \
                      "cross_mb,cross_pred_mb,link_pred_ms,sent_mb,mem_mb"
@@ -102,7 +103,9 @@ int main(int argc, char **argv) {
     fsdp_t f;
     fsdp_init(&f, &tr, &shard, &rep, &fo);
     train_optimizer(&tr, f.pieces, f.n_units, f.S);
-    train_run(&tr, fsdp_step, &f);
+    runner_t run;
+    runner_init(&run, NULL, &tr, fsdp_strategy(&f), 0, 0);
+    train_run(&tr, runner_step, &run);
 
     double mem, sent;
     fsdp_report(&f, &mem, NULL, &sent, NULL);
@@ -131,6 +134,7 @@ int main(int argc, char **argv) {
                 mem / 1e6);
         out_close(o, bench_csv);
     }
+    runner_free(&run);
     fsdp_free(&f);
     comm_destroy(&shard);
     comm_destroy(&rep);

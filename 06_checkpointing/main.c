@@ -15,10 +15,10 @@
  *   bash 06_checkpointing/supervise.sh --np 2 -- ./06_checkpointing/ckpt \
  *        --ckpt-dir /tmp/ck --ckpt-every 10 --fail-every-s 5
  *
- * The step is data parallelism as in chapter 03: micro-batches through
- * forward and backward (where the recomputation happens, inside
- * model_backward), gradients all-reduced in buckets during the last
- * micro-batch's backward. */
+ * The step is data parallelism as in chapter 03 (the runner of
+ * common/runner.h with DDP's strategy): micro-batches through forward and
+ * backward (where the recomputation happens, inside model_backward),
+ * gradients all-reduced in buckets during the last micro-batch's backward. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +29,7 @@
 #include "grad_sync.h"
 #include "perf.h"
 #include "recompute.h"
+#include "runner.h"
 #include "saver.h"
 #include "train.h"
 
@@ -38,34 +39,22 @@
 
 typedef struct {
     const char *recompute, *fail_at, *bench_csv, *goodput_model;
-    double bucket_mb, fail_every_s;
+    double fail_every_s;
     int async, fail_seed, attempt;
     recompute_t policy;
     recompute_meter_t meter;
     grad_sync_t gs;
+    runner_t run;
     saver_t saver;
     failure_t failure;
 } ckpt_prog_t;
 
+/* The runner's step, and what the recomputation cost in it. */
 static void ckpt_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     ckpt_prog_t *p = ctx;
-    model_t *m = &tr->model;
     recompute_meter_t before = p->meter;
-    model_zero_grads(m);
-    for (int i = 0; i < tr->o.micro; i++) {
-        train_batch(tr, step, i, &tr->acts);
-        double t0 = now_s();
-        st->loss += model_forward(m, &tr->acts);
-        double t1 = now_s();
-        grad_sync_begin(&p->gs, i == tr->o.micro - 1);   /* no_sync until the last */
-        model_backward(m, &tr->acts, tr->loss_scale, NULL);   /* recomputes what the policy dropped */
-        st->fwd_s += t1 - t0;
-        st->bwd_s += now_s() - t1;
-    }
-    st->bwd_s -= p->gs.exposed_s;
-    grad_sync_finish(&p->gs);
-    st->exposed_s = p->gs.exposed_s;
-    st->recompute_flops = recompute_meter_flops(m, &before, &p->meter, (double)tr->acts.rows_full);
+    runner_step(tr, &p->run, step, st);   /* backward recomputes what the policy dropped */
+    st->recompute_flops = recompute_meter_flops(&tr->model, &before, &p->meter, (double)tr->acts.rows_full);
 }
 
 static void after_step(train_t *tr, void *ctx, long step, int ckpt_due) {
@@ -150,7 +139,7 @@ static void report(train_t *tr, ckpt_prog_t *p) {
         char name[48];
         snprintf(name, sizeof name, "%s", p->recompute);
         fprintf(b, "%s,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                "%.3f,%.6g,%.6g\n", name, p->policy.every, p->policy.block, p->policy.selective, L, tr->dist.world,
+                "%.3f,%.6g,%.6g\n", name, p->policy.keep.every, p->policy.keep.block, p->policy.keep.selective, L, tr->dist.world,
                 bytes / 1e6, c.bytes / 1e6, peak / 1e6, (c.bytes + c.scratch) / 1e6, c.input / 1e6, c.layer / 1e6,
                 c.head / 1e6, c.scratch / 1e6, rec_l, rec_a, 100 * extra / model_flops,
                 ms, tr->sum_fwd / tr->timed, tr->sum_bwd / tr->timed, (mt->rec_s + mt->attn_rec_s) / steps * 1e3,
@@ -160,10 +149,9 @@ static void report(train_t *tr, ckpt_prog_t *p) {
 }
 
 int main(int argc, char **argv) {
-    ckpt_prog_t p = {.recompute = "none", .bucket_mb = 25, .fail_seed = -1};
+    ckpt_prog_t p = {.recompute = "none", .fail_seed = -1};
     arg_t flags[] = {
         {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, block:K, selective", NULL, 0, 0},
-        {"bucket-mb", ARG_DOUBLE, &p.bucket_mb, "gradient bucket size in MiB (chapter 03)", NULL, 1e-6, 1e6},
         {"ckpt-async", ARG_FLAG, &p.async, "write checkpoints in a background thread (the step waits only for the copy to host memory)", NULL, 0, 0},
         {"fail-at-step", ARG_STRING, &p.fail_at, "inject failures: attempt k kills a random rank at the end of the k-th listed step (5,12,...)", NULL, 0, 0},
         {"fail-every-s", ARG_DOUBLE, &p.fail_every_s, "inject failures: kill a random rank after an exponential time of this mean (seconds)", NULL, 0, 1e9},
@@ -199,14 +187,11 @@ int main(int argc, char **argv) {
     args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
 
     train_setup(&tr, 1, 1, 1);
-    tr.recompute_every = p.policy.every;
-    tr.recompute_block = p.policy.block;
-    tr.selective = p.policy.selective;
-    train_model(&tr, 1);
+    tr.recompute = p.policy.keep;
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
     recompute_meter_attach(&p.meter, &tr.model);
-    grad_sync_init_allreduce(&p.gs, &tr.grad, &tr.model, tr.dtype, (size_t)(p.bucket_mb * 1048576.0), 1);
     say("ddp:     %s gradients in buckets of %.4g MiB, all-reduced during backward; %.4f MB of gradients "
-        "per step\n", dtype_name(tr.dtype), p.bucket_mb, tr.model.size * dtype_size(tr.dtype) / 1e6);
+        "per step\n", dtype_name(tr.dtype), tr.o.bucket_mb, tr.model.size * dtype_size(tr.dtype) / 1e6);
     recompute_cost_t c;
     recompute_cost(&tr.model, tr.mb, &p.policy, &c);
     say("recompute: %s: keeps %.0f checkpoints (layer inputs) and the activations of %.0f layer%s of %d; "
@@ -232,12 +217,14 @@ int main(int argc, char **argv) {
     saver_init(&p.saver, p.async);
     tr.after_step = after_step;
     tr.after_step_ctx = &p;
+    runner_init(&p.run, NULL, &tr, train_ddp(&tr, &p.gs, 1), 0, 0);
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, ckpt_step, &p);
     failure_disarm();
 
     report(&tr, &p);
     saver_finish(&p.saver, &tr);
+    runner_free(&p.run);
     grad_sync_free(&p.gs);
     train_finish(&tr);
     return 0;

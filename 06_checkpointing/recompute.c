@@ -37,21 +37,21 @@ int recompute_parse(const char *s, int layers, recompute_t *r, char *err, size_t
     if (!strcmp(s, "none")) {
         snprintf(r->name, sizeof r->name, "none");
     } else if (!strcmp(s, "full")) {
-        r->every = 1;
+        r->keep.every = 1;
         snprintf(r->name, sizeof r->name, "full");
     } else if (!strcmp(s, "sqrt")) {   /* Chen et al.: segments of sqrt(L) layers */
-        r->every = (int)lround(sqrt((double)layers));
-        if (r->every < 1) r->every = 1;
-        snprintf(r->name, sizeof r->name, "sqrt (every:%d)", r->every);
+        r->keep.every = (int)lround(sqrt((double)layers));
+        if (r->keep.every < 1) r->keep.every = 1;
+        snprintf(r->name, sizeof r->name, "sqrt (every:%d)", r->keep.every);
     } else if (!strcmp(s, "selective")) {
-        r->selective = 1;
+        r->keep.selective = 1;
         snprintf(r->name, sizeof r->name, "selective");
-    } else if ((rc = count_after(s, "every:", layers, "C, the layers of a segment,", &r->every, err, len)) != 1) {
+    } else if ((rc = count_after(s, "every:", layers, "C, the layers of a segment,", &r->keep.every, err, len)) != 1) {
         if (rc) return -1;
-        snprintf(r->name, sizeof r->name, "every:%d", r->every);
-    } else if ((rc = count_after(s, "block:", layers, "K, the layers recomputed,", &r->block, err, len)) != 1) {
+        snprintf(r->name, sizeof r->name, "every:%d", r->keep.every);
+    } else if ((rc = count_after(s, "block:", layers, "K, the layers recomputed,", &r->keep.block, err, len)) != 1) {
         if (rc) return -1;
-        snprintf(r->name, sizeof r->name, "block:%d", r->block);
+        snprintf(r->name, sizeof r->name, "block:%d", r->keep.block);
     } else {
         snprintf(err, len, "--recompute %s: not a policy (none, full, every:C, sqrt, block:K, selective)", s);
         return -1;
@@ -78,21 +78,21 @@ void recompute_cost(const model_t *m, int B, const recompute_t *r, recompute_cos
     double Rf = (double)B * m->T, R = sp ? Rf / tp : Rf;
     c->input = R * C * es;
     double norms = 3 * R * C * es + 2 * R * f4;                       /* xn1, h, xn2; rstd1, rstd2 */
-    double attn = Rf * (2 * Hkv + (r->selective ? 1 : 2) * Hq) * es   /* q, k, v, the output */
+    double attn = Rf * (2 * Hkv + (r->keep.selective ? 1 : 2) * Hq) * es   /* q, k, v, the output */
                 + (double)B * m->H * m->T * f4;                       /* lse */
     double mlp = 3 * Rf * F * es;                                     /* u1, u3, g */
     c->layer = c->input + norms + attn + mlp;
     c->head = 2 * Rf * f4;                                            /* tokens, targets */
     if (m->has_head) c->head += R * C * es + R * f4 + Rf * V * es + 2 * Rf * f4;   /* xnf, rstdf, logits, lse, picked */
 
-    if (r->every) {
-        int C_ = r->every < L ? r->every : L;
+    if (r->keep.every) {
+        int C_ = r->keep.every < L ? r->keep.every : L;
         c->checkpoints = ceil((double)L / C_) + 1;   /* every segment's first input, and the output */
         c->inputs = c->checkpoints + C_ - 1;          /* + the other inputs of the segment refilled */
         c->kept_layers = C_;                          /* the slots one segment refills */
         c->layers_recomputed = L;
-    } else if (r->block) {
-        int K = r->block < L ? r->block : L;
+    } else if (r->keep.block) {
+        int K = r->keep.block < L ? r->keep.block : L;
         c->checkpoints = c->inputs = L + 1;
         c->kept_layers = K < L ? L - K : 1;   /* layer K's buffers are refilled for the others */
         c->layers_recomputed = K;
@@ -101,7 +101,7 @@ void recompute_cost(const model_t *m, int B, const recompute_t *r, recompute_cos
         c->kept_layers = L;
     }
     c->bytes = c->inputs * c->input + c->kept_layers * (c->layer - c->input);
-    if (r->selective) c->attn_recomputed = L;
+    if (r->keep.selective) c->attn_recomputed = L;
     c->bytes += c->head;
     c->flops = Rf * (c->layers_recomputed * recompute_layer_flops(m) + c->attn_recomputed * recompute_attn_flops(m));
 

@@ -41,9 +41,7 @@ extern "C" {
 #endif
 
 typedef struct {
-    int every;          /* C >= 1 (every:C, full, sqrt), 0 otherwise */
-    int block;          /* K >= 1 (block:K), 0 otherwise */
-    int selective;
+    model_recompute_t keep;   /* every: C >= 1 (every:C, full, sqrt); block: K >= 1 (block:K) */
     char name[40];      /* "every:4", "sqrt (every:4)", "none", ... */
 } recompute_t;
 

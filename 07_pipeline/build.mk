@@ -1,4 +1,4 @@
-PIPELINE_SRCS := 07_pipeline/schedule.c 07_pipeline/executor.c
+PIPELINE_SRCS := 07_pipeline/schedule.c
 PROGRAMS += 07_pipeline/pipeline
 07_pipeline/pipeline: $(call objects,07_pipeline/main.c $(PIPELINE_SRCS))
 

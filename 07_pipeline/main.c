@@ -1,6 +1,6 @@
 /* main.c: 07_pipeline/pipeline, the pipeline-parallel trainer: the shared
  * training loop (common/train.h) with a schedule (schedule.h) run by the
- * executor (executor.h) on every stage, and the bubble measured, replayed and
+ * runner (common/runner.h) on every stage, and the bubble measured, replayed and
  * set beside its formula.
  *
  *   mpirun -np 2 ./07_pipeline/pipeline --schedule 1f1b --micro 8
@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "executor.h"
 #include "grad_sync.h"
 #include "perf.h"
+#include "runner.h"
 #include "schedule.h"
 #include "train.h"
 
@@ -36,13 +36,9 @@ typedef struct {
     int stages, dp, virt, show;
     double replay_gbps, replay_us;
     pipe_schedule_t s;
-    pipe_exec_t e;
+    runner_t e;
     grad_sync_t gs;
 } pipeline_t;
-
-static void pipeline_step(train_t *tr, void *ctx, long step, train_step_t *st) {
-    pipe_exec_step(&((pipeline_t *)ctx)->e, tr, step, st);
-}
 
 /* "embedding + layers 0-3" for a stage's chunks. */
 static void stage_layers(char *buf, size_t len, int P, int V, int L, int st) {
@@ -78,8 +74,8 @@ static void gantt_rows(FILE *f, const char *source, const pipe_schedule_t *s, do
 static void summary(pipeline_t *p, train_t *tr) {
     const pipe_schedule_t *s = &p->s;
     int P = s->P, M = s->M, V = s->V;
-    pipe_report_t r;
-    pipe_exec_report(&p->e, MPI_COMM_WORLD, tr->dp, tr->dp_rank, &r);
+    runner_report_t r;
+    runner_report(&p->e, MPI_COMM_WORLD, tr->dp, tr->dp_rank, &r);
     double formula = pipe_bubble_formula(s->kind, P, M, V);
     static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)"};
     const char *kind = pipe_kind_name[s->kind];
@@ -172,7 +168,7 @@ static void summary(pipeline_t *p, train_t *tr) {
     if (bub) out_close(bub, p->bubble_csv);
     if (gan) out_close(gan, p->gantt_csv);
     if (mem) out_close(mem, p->memory_csv);
-    pipe_report_free(&r);
+    runner_report_free(&r);
 }
 
 int main(int argc, char **argv) {
@@ -236,16 +232,11 @@ int main(int argc, char **argv) {
     train_setup(&tr, 1, 1, P);
     int stage = tr.mesh.coord[AXIS_PP];
     if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, P, stage, V);
-    train_model(&tr, 1);
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
     pipe_schedule_build(&p.s, kind, P, M, V);
     char err[300];
     if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
-    grad_sync_t *gs = NULL;
-    if (tr.dp > 1) {
-        grad_sync_init_allreduce(&p.gs, &tr.grad, &tr.model, tr.dtype, 25u << 20, 1);
-        gs = &p.gs;
-    }
-    pipe_exec_init(&p.e, &p.s, &tr.model, &tr.axis[AXIS_PP], gs, tr.recompute_every, tr.selective, 1, 1);
+    runner_init(&p.e, &p.s, &tr, tr.dp > 1 ? train_ddp(&tr, &p.gs, 1) : (grad_strategy_t){0}, 1, 1);
     say("pipeline: %s schedule, %d stage%s x %d chunk%s, %d micro-batches of %d sequence%s per step and "
         "replica, %d replica%s%s\n", p.schedule, P, P == 1 ? "" : "s", V, V == 1 ? "" : "s", M, tr.mb,
         tr.mb == 1 ? "" : "s", tr.dp, tr.dp == 1 ? "" : "s",
@@ -258,10 +249,10 @@ int main(int argc, char **argv) {
     say("          messages: %zu bytes each (%d x %d x %d %s), posted in groups between computes; the "
         "lists passed the checker\n", p.e.msg_bytes, tr.mb, tr.cfg.seq, tr.cfg.dim, dtype_name(tr.dtype));
     train_optimizer(&tr, NULL, 0, 0);
-    train_run(&tr, pipeline_step, &p);
+    train_run(&tr, runner_step, &p.e);
     summary(&p, &tr);
-    pipe_exec_free(&p.e);
-    if (gs) grad_sync_free(gs);
+    runner_free(&p.e);
+    if (tr.dp > 1) grad_sync_free(&p.gs);
     pipe_schedule_free(&p.s);
     train_finish(&tr);
     return 0;

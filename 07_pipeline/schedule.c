@@ -148,12 +148,6 @@ void pipe_schedule_ungroup(pipe_schedule_t *s) {
         for (int i = 0; i < s->n[st]; i++) s->a[st][i].with_next = 0;
 }
 
-void pipe_schedule_free(pipe_schedule_t *s) {
-    for (int st = 0; st < s->P && s->a; st++) free(s->a[st]);
-    free(s->a);
-    free(s->n);
-    memset(s, 0, sizeof *s);
-}
 
 /* ---- messages ------------------------------------------------------------------------- */
 /* A message is named by its kind, micro-batch and the virtual stage that sent

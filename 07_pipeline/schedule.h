@@ -6,16 +6,8 @@
  * through virtual stages 0, 1, ..., P V - 1 (V = 1: stage s holds one run of
  * L / P layers; V > 1: the interleaved schedule, Narayanan et al. 2021).
  *
- * A schedule is, for every stage, the ordered list of its actions:
- *
- *   FWD  mb c      forward of micro-batch mb through local chunk c
- *   BWD  mb c      backward of it
- *   RECV act|grad  post the receive of the input activation of (mb, c) from
- *                  the previous virtual stage, or of the output gradient from
- *                  the next one
- *   SEND act|grad  post the send of the output activation of (mb, c) to the
- *                  next virtual stage, or of the input gradient to the
- *                  previous one
+ * A schedule is, for every stage, the ordered list of its actions (FWD,
+ * BWD, SEND, RECV: common/actions.h).
  *
  * Only the ORDER of the compute actions differs between schedules
  * (pipe_schedule_build); one lowering adds the messages: a RECV right before
@@ -25,7 +17,7 @@
  * 1F1B's steady state free of deadlock when every send waits for its
  * receive (see pipe_schedule_check).
  *
- * The executor (executor.h) runs any list on the model; pipe_replay runs the
+ * The runner (common/runner.h) runs any list on the model; pipe_replay runs the
  * same lists on a clock with given action times. */
 #ifndef SCHEDULE_H
 #define SCHEDULE_H
@@ -33,32 +25,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "actions.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_KINDS } pipe_kind_t;
 extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved" */
-
-typedef enum { PA_FWD, PA_BWD, PA_SEND, PA_RECV } pipe_op_t;
-typedef enum { PM_ACT, PM_GRAD } pipe_msg_t;
-
-typedef struct {
-    int op;          /* pipe_op_t */
-    int mb;          /* micro-batch */
-    int chunk;       /* local chunk: of the compute; of a message, the chunk on THIS stage
-                        that produced it (SEND) or will consume it (RECV) */
-    int msg;         /* SEND, RECV: pipe_msg_t */
-    int peer;        /* SEND, RECV: the stage at the other end */
-    int with_next;   /* SEND: posted in one grouped call with the RECV that follows */
-} pipe_action_t;
-
-typedef struct {
-    pipe_kind_t kind;
-    int P, M, V;
-    int *n;                  /* (P) actions per stage */
-    pipe_action_t **a;       /* (P) each stage's list */
-} pipe_schedule_t;
 
 /* The kind named `name`, or -1. */
 int pipe_kind_parse(const char *name);
@@ -68,13 +42,9 @@ int pipe_kind_parse(const char *name);
 int pipe_schedule_valid(pipe_kind_t kind, int P, int M, int V, char *why, size_t len);
 /* Build the lists (dies on parameters pipe_schedule_valid refuses). */
 void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V);
-void pipe_schedule_free(pipe_schedule_t *s);
 /* The same compute order lowered without grouping any SEND with the next
  * RECV (for the tests: 1F1B then deadlocks when sends wait for receives). */
 void pipe_schedule_ungroup(pipe_schedule_t *s);
-
-/* Virtual stage of (stage, chunk), and back. */
-static inline int pipe_vstage(const pipe_schedule_t *s, int stage, int chunk) { return chunk * s->P + stage; }
 
 /* The checker: 0 when every property holds, else -1 with the first violation
  * in err. Any new schedule must pass it.

@@ -5,7 +5,8 @@
  *
  *   mpirun -np 2 ./08_tensor_parallel/tp [--tp 2] [--sp] [--steps 200 ...]
  *
- * One step, on every rank (tp_step below):
+ * One step, on every rank (the runner of common/runner.h with DDP's
+ * strategy, in tp_step below):
  *   for each micro-batch of this data-parallel rank's share of the batch:
  *       forward: every layer runs its column- and row-parallel products on
  *           this rank's slice; the seams all-reduce (or, with --sp,
@@ -23,6 +24,7 @@
 #include "check.h"
 #include "grad_sync.h"
 #include "perf.h"
+#include "runner.h"
 #include "tp.h"
 #include "train.h"
 
@@ -31,36 +33,25 @@
 
 typedef struct {
     int tp, sp;
-    double bucket_mb;
     const char *bench_csv;
     tp_t t;
     grad_sync_t gs;
+    runner_t run;
     tp_stats_t last;          /* the last step's accounting */
     double sum_tp_s;          /* tensor-parallel communication, steps after the first */
     int timed;
 } tpp_t;
 
+/* The runner's step (the seams' blocking time counts as exposed, not as
+ * compute), then the blocks the tp ranks share. */
 static void tp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     tpp_t *p = ctx;
-    model_t *m = &tr->model;
     tp_stats_reset(&p->t);
-    model_zero_grads(m);
-    for (int i = 0; i < tr->o.micro; i++) {
-        train_batch(tr, step, i, &tr->acts);
-        double c0 = p->t.st.comm_s, t0 = now_s();
-        double loss = model_forward(m, &tr->acts);
-        if (model_counts_loss(m)) st->loss += loss;   /* the tp ranks all computed the same sum */
-        double c1 = p->t.st.comm_s, t1 = now_s();
-        grad_sync_begin(&p->gs, i == tr->o.micro - 1);   /* no_sync until the last */
-        model_backward(m, &tr->acts, tr->loss_scale, NULL);
-        st->fwd_s += (t1 - t0) - (c1 - c0);               /* compute only: the seams block */
-        st->bwd_s += (now_s() - t1) - (p->t.st.comm_s - c1);
-    }
-    st->bwd_s -= p->gs.exposed_s;
-    grad_sync_finish(&p->gs);
+    runner_step(tr, &p->run, step, st);
     /* after the data-parallel sums are complete: they work on the same memory */
-    tp_reduce_replicated_grads(&p->t, m, &tr->opt);
-    st->exposed_s = p->gs.exposed_s + p->t.st.comm_s;
+    double c0 = p->t.st.comm_s;
+    tp_reduce_replicated_grads(&p->t, &tr->model, &tr->opt);
+    st->exposed_s += p->t.st.comm_s - c0;
     p->last = p->t.st;
     if (step > tr->start + 1) {
         p->sum_tp_s += p->t.st.comm_s;
@@ -130,11 +121,10 @@ static void report_acts(const train_t *tr, const tpp_t *p) {
 }
 
 int main(int argc, char **argv) {
-    tpp_t p = {.tp = 0, .bucket_mb = 25};
+    tpp_t p = {.tp = 0};
     arg_t flags[] = {
         {"tp", ARG_INT, &p.tp, "tensor-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
         {"sp", ARG_FLAG, &p.sp, "sequence parallelism: shard the residual stream and norms along the sequence", NULL, 0, 0},
-        {"bucket-mb", ARG_DOUBLE, &p.bucket_mb, "data-parallel gradient bucket size in MiB", NULL, 1e-6, 1e6},
         {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (degrees, link, mean times, bytes) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -151,17 +141,18 @@ int main(int argc, char **argv) {
     if (p.sp && p.tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
     train_setup(&tr, p.tp, 1, 1);
     tr.shard.sp = p.sp;
-    train_model(&tr, 1);
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
     model_t *m = &tr.model;
     tp_init(&p.t, &tr.axis[AXIS_TP], m);
     tp_count_bytes(&p.t, m);
-    grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.bucket_mb * 1048576.0), 1);
     say("tp:      %d ranks: %d of %d heads, %d kv head%s (%s), ffn %d of %d, vocabulary %d of %d per rank; "
         "sequence parallelism %s\n", p.tp, m->H, tr.cfg.heads, m->KV, m->KV == 1 ? "" : "s",
         tr.cfg.kv_heads % p.tp == 0 ? "split" : "shared by the ranks whose query heads read it",
         m->F, tr.cfg.ffn, m->V, tr.cfg.vocab, p.sp ? "on" : "off");
     say("dp:      %d replica%s of each shard, gradients all-reduced in buckets of %.4g MiB\n", tr.dp,
-        tr.dp == 1 ? "" : "s", p.bucket_mb);
+        tr.dp == 1 ? "" : "s", tr.o.bucket_mb);
+    runner_init(&p.run, NULL, &tr, train_ddp(&tr, &p.gs, 1), 0, 0);
+    runner_add_seam(&p.run, &p.t.st.comm_s);
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, tp_step, &p);
 
@@ -184,6 +175,7 @@ int main(int argc, char **argv) {
             out_close(b, p.bench_csv);
         }
     }
+    runner_free(&p.run);
     grad_sync_free(&p.gs);
     tp_free(&p.t);
     train_finish(&tr);

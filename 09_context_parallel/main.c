@@ -6,7 +6,8 @@
  *
  *   mpirun -np 2 ./09_context_parallel/cp [--cp 2] [--cp-algo ring|ulysses] [--no-balance]
  *
- * One step, on every rank (cp_step below):
+ * One step, on every rank (the runner of common/runner.h with DDP's
+ * strategy, in cp_step below):
  *   for each micro-batch of this data-parallel rank's share of the batch:
  *       forward and backward of this rank's tokens of every sequence; the
  *           attention core brings the other ranks' keys and values (ring)
@@ -26,6 +27,7 @@
 #include "cp.h"
 #include "grad_sync.h"
 #include "perf.h"
+#include "runner.h"
 #include "train.h"
 
 #define BENCH_HEADER "algo,cp,dp,balance,seq,batch,step_ms,attn_ms_max,attn_ms_min,attn_cpu_ms_max," \
@@ -34,32 +36,20 @@
 typedef struct {
     int cp, no_balance;
     const char *algo;
-    double bucket_mb;
     const char *bench_csv;
     cp_t c;
     grad_sync_t gs;
+    runner_t run;
     cp_stats_t last, sum;    /* the last step; the sum over the steps after the first */
     int timed;
 } cpp_t;
 
+/* The runner's step (the attention's blocking communication counts as
+ * exposed, not as compute); each rank counts its own tokens' loss. */
 static void cp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     cpp_t *p = ctx;
-    model_t *m = &tr->model;
     cp_stats_reset(&p->c);
-    model_zero_grads(m);
-    for (int i = 0; i < tr->o.micro; i++) {
-        train_batch(tr, step, i, &tr->acts);
-        double c0 = p->c.st.comm_s, t0 = now_s();
-        st->loss += model_forward(m, &tr->acts);   /* this rank's tokens: each counts its own */
-        double c1 = p->c.st.comm_s, t1 = now_s();
-        grad_sync_begin(&p->gs, i == tr->o.micro - 1);
-        model_backward(m, &tr->acts, tr->loss_scale, NULL);
-        st->fwd_s += (t1 - t0) - (c1 - c0);
-        st->bwd_s += (now_s() - t1) - (p->c.st.comm_s - c1);
-    }
-    st->bwd_s -= p->gs.exposed_s;
-    grad_sync_finish(&p->gs);
-    st->exposed_s = p->gs.exposed_s + p->c.st.comm_s;
+    runner_step(tr, &p->run, step, st);
     p->last = p->c.st;
     if (step > tr->start + 1) {
         p->sum.compute_s += p->c.st.compute_s;
@@ -125,12 +115,11 @@ static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
 }
 
 int main(int argc, char **argv) {
-    cpp_t p = {.cp = 0, .algo = "ring", .bucket_mb = 25};
+    cpp_t p = {.cp = 0, .algo = "ring"};
     arg_t flags[] = {
         {"cp", ARG_INT, &p.cp, "context-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
         {"cp-algo", ARG_CHOICE, &p.algo, "attention across the ranks' tokens", "ring|ulysses", 0, 0},
         {"no-balance", ARG_FLAG, &p.no_balance, "one chunk per rank in order (causal work unbalanced) instead of chunks i and 2C-1-i", NULL, 0, 0},
-        {"bucket-mb", ARG_DOUBLE, &p.bucket_mb, "gradient bucket size in MiB", NULL, 1e-6, 1e6},
         {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (algorithm, degrees, sequence, attention time, memory) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -149,10 +138,9 @@ int main(int argc, char **argv) {
     train_setup(&tr, 1, p.cp, 1);
     tr.shard.cp_balance = !p.no_balance;
     cp_check(&tr.cfg, &tr.shard, algo);
-    train_model(&tr, 1);
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
     model_t *m = &tr.model;
     cp_init(&p.c, &tr.axis[AXIS_CP], m, algo);
-    grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.bucket_mb * 1048576.0), 1);
     layout_line(m, cp_algo_name[algo]);
     if (algo == CP_ULYSSES)
         say("cp:      Ulysses: each rank attends %d of %d query heads (%d kv head%s%s) over all %d tokens\n",
@@ -160,6 +148,8 @@ int main(int argc, char **argv) {
             m->KV % p.cp ? ", each shared by the ranks whose query heads read it" : "", tr.cfg.seq);
     say("dp:      gradients all-reduced over the %d rank%s of the context x data group (cp %d x dp %d)\n",
         tr.grad.size, tr.grad.size == 1 ? "" : "s", p.cp, tr.dp);
+    runner_init(&p.run, NULL, &tr, train_ddp(&tr, &p.gs, 1), 0, 0);
+    runner_add_seam(&p.run, &p.c.st.comm_s);
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, cp_step, &p);
 
@@ -185,6 +175,7 @@ int main(int argc, char **argv) {
             out_close(b, p.bench_csv);
         }
     }
+    runner_free(&p.run);
     grad_sync_free(&p.gs);
     cp_free(&p.c);
     train_finish(&tr);

@@ -16,7 +16,10 @@ CSV's sent_mb of the last step; and the pipeline's bytes equal 2 M (P V - 1)
 messages of mb x seq/cp (/tp with --sp) x dim x the dtype's size, / P ranks;
 and the --bench-csv row says the same as the cause line, its MFU and tokens/s
 follow from its step time and the FLOP formula, HFU >= MFU (equal without
-recomputation), as the loop's mean line.
+recomputation), as the loop's mean line. With ZeRO, every rank's bytes on the
+context x data group and its weights, gradients and optimizer memory equal
+04_fsdp's formulas for its own units (the largest difference over the ranks
+is 0 bytes).
 
 A dry run: each rank's parameters from its shard (its stage's layers, its
 tensor-parallel slices), weights, gradients and optimizer bytes per
@@ -88,15 +91,35 @@ def check_run(log, csv_path, ck, bench=None, peak=None):
     mesh = trainer_log.grab(r"^nd: +mesh \[tp (\d+), cp (\d+), pp (\d+), dp (\d+)\]", log, "nd").groups()
     T, C, P, D = (int(x) for x in mesh)
     pl = trainer_log.grab(r"^pp: +(\S+) schedule, \d+ stages? x (\d+) chunks?", log, "pp")
-    if pl.group(1) != "no" and P > 1:
+    if P > 1:
         cfg = trainer_log.model(log)
         _, micro, mb = trainer_log.batch(log)
         V = int(pl.group(2))
         sp = re.search(r"^tp: .*sequence parallelism on", log, re.M) is not None
         msg = mb * cfg["seq"] // C // (T if sp else 1) * cfg["dim"] * cfg["es"]
         ck.same("pp: 2 M (P V - 1) messages / P", fl(b[3]), 2 * micro * (P * V - 1) * msg / P / 1e6, 6e-7)
+    if re.search(r"^dp: .*ZeRO-", log, re.M):
+        check_zero(log, ck)
     if bench:
         check_bench(log, bench, peak, ck, (comp, fwd, bwd, tp, cp, dp, bub, opt, other, ms))
+
+
+def check_zero(log, ck):
+    """ZeRO on the mesh: each rank's bytes on the context x data group and its state's
+    memory equal 04_fsdp's formulas for its own units (the trainer compares on every
+    rank and prints the largest difference)."""
+    z = trainer_log.grab(r"^zero: +(ZeRO-\d), sent on the context x data group in step \d+: ([0-9.]+) MB per rank "
+                         r"\(rank 0; formula ([0-9.]+)\); largest difference over the ranks (\d+) bytes", log,
+                         "zero bytes").groups()
+    ck.header("%s: bytes and state memory against the formulas, on every rank" % z[0])
+    ck.same("dp bytes of the last step, rank 0 (MB)", fl(z[1]), fl(z[2]), 0)
+    ck.same("largest difference over the ranks (bytes)", fl(z[3]), 0, 0)
+    m = trainer_log.grab(r"^zero: +state high-water \(rank 0, MB\): weights ([0-9.]+) \(formula ([0-9.]+)\), "
+                         r"gradients ([0-9.]+) \(([0-9.]+)\), optimizer ([0-9.]+) \(([0-9.]+)\); largest "
+                         r"difference over the ranks and kinds (\d+) bytes", log, "zero memory").groups()
+    for i, kind in enumerate(("weights", "gradients", "optimizer")):
+        ck.same("%s, rank 0 (MB)" % kind, fl(m[2 * i]), fl(m[2 * i + 1]), 0)
+    ck.same("largest difference over ranks and kinds (bytes)", fl(m[6]), 0, 0)
 
 
 def flops_per_token(c):

@@ -133,7 +133,10 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
      * group; Llama 3's FSDP over the same ranks). */
     const int dpcp = dp * cp;
     double shard = p->zero >= 1 ? dpcp : 1;
-    o->mem_weights = p->zero == 3 ? es * P / dpcp + 2 * es * layer_p : es * P;
+    /* ZeRO-3 gathers a layer at a time and the next ahead (04_fsdp's prefetch
+     * 1); in a pipeline the stage's last layer also waits, gathered, for its
+     * backward while other micro-batches' forwards run */
+    o->mem_weights = p->zero == 3 ? es * P / dpcp + (pp > 1 ? 3 : 2) * es * layer_p : es * P;
     o->mem_grads = p->zero >= 2 ? 4 * P / dpcp + 2 * 4 * layer_p : 4 * P;
     o->mem_optim = 12 * P / shard;
     double tokens = (double)p->mbs * c->seq / cp;   /* this rank's tokens of a micro-batch */

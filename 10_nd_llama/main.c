@@ -16,18 +16,21 @@
  *      on the context-parallel communicator, inside every attention;
  *   3. the recomputation policy (06_checkpointing/recompute.c) decides what
  *      each micro-batch object keeps;
- *   4. the pipeline executor (07_pipeline/executor.c) runs the schedule's
- *      actions on this stage's layers, sending activations and gradients to
- *      the neighbouring stages on the pipeline communicator (one stage when
- *      --pp 1);
- *   5. the gradients are summed over the context x data group (tr.grad):
+ *   4. the runner (common/runner.c) runs the schedule's actions (chapter
+ *      07's; --pp 1: the 1F1B list of one stage) on this stage's layers,
+ *      sending activations and gradients to the neighbouring stages on the
+ *      pipeline communicator;
+ *   5. the gradients are summed over the context x data group (tr.grad), by
+ *      the strategy the runner calls at the schedule's points:
  *      context-parallel ranks hold the same weights and each computed the
  *      gradient of its own tokens, exactly as data-parallel ranks did of
  *      their own sequences. --zero 0 all-reduces them in buckets as each
  *      stage's last backward finishes (common/grad_sync.c); --zero 1|2|3
  *      shards the optimizer state, gradients and weights over that group
- *      (04_fsdp/fsdp.c): ZeRO-1 inside a pipeline too (its reduce-scatters
- *      after each stage's last backward), ZeRO-2 and 3 with one stage;
+ *      (04_fsdp/fsdp.c), on any mesh: ZeRO-1 reduce-scatters after each
+ *      chunk's last backward, ZeRO-2 and 3 after every backward, and
+ *      ZeRO-3 gathers each unit's weights before it runs (kept across the
+ *      stage's micro-batches with --reshard-after-backward off);
  *   6. blocks the tp ranks share but of which each computed a part (norm
  *      gains under --sp, kv heads shared by several ranks) are summed over
  *      the tensor-parallel communicator (tp_reduce_replicated_grads).
@@ -47,7 +50,7 @@
 #include "check.h"
 #include "cost.h"
 #include "09_context_parallel/cp.h"
-#include "07_pipeline/executor.h"
+#include "runner.h"
 #include "04_fsdp/fsdp.h"
 #include "grad_sync.h"
 #include "perf.h"
@@ -86,13 +89,11 @@ typedef struct {
     tp_t t;
     cp_t c;
     pipe_schedule_t s;
-    pipe_exec_t e;
+    runner_t run;
     grad_sync_t gs;
     fsdp_t f;
     recompute_meter_t meter;
     int metered;
-    /* seam time (tp and cp, blocking) inside each unit: [0] forward, [1] backward */
-    double seam[2], mark;
     double step_ax[NX];      /* this step's exposed time per cause, mean over ranks (s) */
     double sum_ax[NX];       /* over the timed steps */
     int timed;
@@ -101,23 +102,6 @@ typedef struct {
     void *inner_note_ctx;
 } nd_t;
 
-static double seam_time(const nd_t *p) {
-    return (p->tp > 1 ? p->t.st.comm_s : 0) + (p->cp > 1 ? p->c.st.comm_s : 0);
-}
-
-/* The seams block, so their time sits inside the units' forward and backward:
- * measured per pass, so that the step's compute time can leave it out. */
-static void seam_before(void *ctx, model_t *m, int unit, model_pass_t pass) {
-    (void)m; (void)unit; (void)pass;
-    nd_t *p = ctx;
-    p->mark = seam_time(p);
-}
-static void seam_after(void *ctx, model_t *m, int unit, model_pass_t pass) {
-    (void)m; (void)unit;
-    nd_t *p = ctx;
-    p->seam[pass != PASS_FORWARD] += seam_time(p) - p->mark;
-}
-
 static void axis_bytes(const train_t *tr, double out[NX]) {
     out[NX_TP] = comm_sent_bytes(&tr->axis[AXIS_TP]);
     out[NX_CP] = comm_sent_bytes(&tr->axis[AXIS_CP]);
@@ -125,29 +109,22 @@ static void axis_bytes(const train_t *tr, double out[NX]) {
     out[NX_DP] = comm_sent_bytes(&tr->axis[AXIS_DP]) + comm_sent_bytes(&tr->grad);
 }
 
+/* The runner's step on this rank's stage, with the seams' blocking time out
+ * of compute; then the blocks the tp ranks share, and the step's time per
+ * axis for the log line. */
 static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     nd_t *p = ctx;
-    model_t *m = &tr->model;
     axis_bytes(tr, p->sent_prev);   /* a step's bytes run to the next step's start (ZeRO gathers after the update) */
     double tp0 = p->tp > 1 ? p->t.st.comm_s : 0, cp0 = p->cp > 1 ? p->c.st.comm_s : 0;
     recompute_meter_t before = p->meter;
-    p->seam[0] = p->seam[1] = 0;
-    if (p->fo.zero && p->pp == 1) {
-        fsdp_step(tr, &p->f, step, st);
-        if (!model_counts_loss(m)) st->loss = 0;   /* the tp ranks all computed the same sum */
-    } else {
-        if (p->fo.zero) fsdp_step_begin(&p->f);   /* ZeRO-1 in a pipeline: its gradients zeroed */
-        pipe_exec_step(&p->e, tr, step, st);
-        if (p->pp == 1) st->bubble_s = -1;        /* one stage: no pipeline, no bubble */
-    }
-    double dp_s = st->exposed_s;
+    runner_step(tr, &p->run, step, st);
+    if (p->pp == 1) st->bubble_s = -1;   /* one stage: no pipeline, no bubble */
+    double dp_s = p->run.sync_s;
     /* after the data-parallel sums have completed: they work on the same memory */
-    if (p->tp > 1) tp_reduce_replicated_grads(&p->t, m, &tr->opt);
+    if (p->tp > 1) tp_reduce_replicated_grads(&p->t, &tr->model, &tr->opt);
     double tp_s = p->tp > 1 ? p->t.st.comm_s - tp0 : 0, cp_s = p->cp > 1 ? p->c.st.comm_s - cp0 : 0;
-    st->fwd_s -= p->seam[0];
-    st->bwd_s -= p->seam[1];
     st->exposed_s = tp_s + cp_s + dp_s;
-    if (p->metered) st->recompute_flops = recompute_meter_flops(m, &before, &p->meter, (double)tr->mb * m->T);
+    if (p->metered) st->recompute_flops = recompute_meter_flops(&tr->model, &before, &p->meter, (double)tr->mb * tr->model.T);
     /* the per-axis means for the step line (rank 0 prints it, after the loop's own sums) */
     double ax[NX] = {tp_s, cp_s, st->bubble_s > 0 ? st->bubble_s : 0, dp_s};
     dist_allreduce(ax, NX, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "the per-axis times");
@@ -178,14 +155,14 @@ static void dry_run(train_t *tr, nd_t *p) {
     double opt = z >= 1 ? 12 * n / N : 12 * n;   /* fp32 master + Adam m, v */
     par_t par = {.tp = p->tp, .cp = p->cp, .pp = P, .dp = tr->dp, .vpp = V, .sp = p->sp, .zero = z,
                  .mbs = tr->mb, .dtype_bytes = es,
-                 .recompute = p->policy.selective ? RECOMPUTE_SELECTIVE : p->policy.every ? RECOMPUTE_FULL : RECOMPUTE_NONE};
+                 .recompute = p->policy.keep.selective ? RECOMPUTE_SELECTIVE : p->policy.keep.every ? RECOMPUTE_FULL : RECOMPUTE_NONE};
     double tokens = (double)tr->mb * c->seq / p->cp;
     /* micro-batches in flight at the peak: the schedule's promise (07_pipeline) */
     pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p->schedule);
     int held = pipe_inflight_bound(kind, P, M, V, stage);
     double layer_acts = cost_acts_per_layer(c, &par, tokens);
-    int kept = p->policy.every ? (s->per_chunk + p->policy.every - 1) / p->policy.every : s->per_chunk;
-    double acts = p->policy.every ? held * (kept * tokens * c->dim * es / (p->sp ? p->tp : 1) + layer_acts * p->policy.every)
+    int kept = p->policy.keep.every ? (s->per_chunk + p->policy.keep.every - 1) / p->policy.keep.every : s->per_chunk;
+    double acts = p->policy.keep.every ? held * (kept * tokens * c->dim * es / (p->sp ? p->tp : 1) + layer_acts * p->policy.keep.every)
                                   : held * V * s->per_chunk * layer_acts;
     double flops = tr->flops_token * (double)tr->global_tokens / tr->dist.world;
     double mine[7] = {n, w, g, opt, acts, w + g + opt + acts, flops};
@@ -194,7 +171,7 @@ static void dry_run(train_t *tr, nd_t *p) {
     MPI_CHECK(MPI_Gather(mine, 7, MPI_DOUBLE, all, 7, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     watch_end();
     say("dry run: %s, zero %d, %d micro-batch%s of %d sequence%s per step and replica; per rank "
-        "(no model allocated):\n", z && P == 1 ? "one micro-batch at a time" : p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
+        "(no model allocated):\n", p->schedule, z, M, M == 1 ? "" : "es", tr->mb, tr->mb == 1 ? "" : "s");
     say("  %5s %3s %3s %3s %3s %14s %10s %10s %10s %10s %10s %10s\n", "rank", "tp", "cp", "pp", "dp", "params",
         "weights_GB", "grads_GB", "optim_GB", "acts_GB", "total_GB", "TFLOP");
     for (int r = 0; r < tr->dist.world && all; r++) {
@@ -222,7 +199,7 @@ static void summary(train_t *tr, nd_t *p) {
         (last[NX_TP] + last[NX_CP] + last[NX_PP] + last[NX_DP]) / W / 1e6);
     if (p->pp > 1)
         say("sent:    pp formula 2 M (P V - 1) x %zu bytes per message / P ranks = %.6f MB per rank\n",
-            p->e.msg_bytes, 2.0 * tr->o.micro * (p->pp * p->s.V - 1) * (double)p->e.msg_bytes / p->pp / 1e6);
+            p->run.msg_bytes, 2.0 * tr->o.micro * (p->pp * p->s.V - 1) * (double)p->run.msg_bytes / p->pp / 1e6);
     if (p->timed == 0 || tr->timed == 0) return;
     double ms = tr->sum_ms / tr->timed, f = tr->sum_fwd / tr->timed, b = tr->sum_bwd / tr->timed;
     double op = tr->sum_opt / tr->timed, ax[NX];
@@ -246,13 +223,44 @@ static void summary(train_t *tr, nd_t *p) {
         if (strcmp(p->policy.name, "none")) snprintf(cfg + n, sizeof cfg - (size_t)n, " rc %s", p->policy.name);
         FILE *o = csv_open(p->bench_csv, BENCH_HEADER);
         fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.6g,%.6g,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
-                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->fo.zero && p->pp == 1 ? "none" : p->schedule,
+                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->schedule,
                 tr->o.micro, p->s.V,
                 p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
                 tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
                 ax[NX_DP], f + b, op, tr->global_tokens / (ms / 1e3));
         out_close(o, p->bench_csv);
     }
+}
+
+/* ZeRO on this mesh: every rank's bytes on the context x data group in the
+ * last step (its update's gathers included) and its state's memory, each
+ * against 04_fsdp's formulas for the rank's own units (the stages hold
+ * different ones). Rank 0's figures, and the largest difference over ranks. */
+static void zero_report(train_t *tr, nd_t *p) {
+    const fsdp_t *f = &p->f;
+    fsdp_bytes_t b;
+    fsdp_mem_t pred;
+    fsdp_bytes_predict(f, &b);
+    fsdp_mem_predict(f, &pred);
+    static const int kinds[3] = {MEM_PARAMS, MEM_GRADS, MEM_OPTIM};
+    double x[8] = {0}, diff[2] = {0, 0};   /* sent, its formula, then (measured, formula) per kind */
+    for (int k = 0; k < COLL_KINDS; k++) {
+        x[0] += f->shard->sent[k] - f->sent0[0][k];
+        x[1] += b.shard[k];
+    }
+    for (int i = 0; i < 3; i++) {
+        x[2 + 2 * i] = (double)dev_mem()->peak[kinds[i]];
+        x[3 + 2 * i] = pred.kind[kinds[i]];
+        diff[1] = fmax(diff[1], fabs(x[2 + 2 * i] - x[3 + 2 * i]));
+    }
+    diff[0] = fabs(x[0] - x[1]);
+    dist_allreduce(diff, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the ZeRO report");
+    say("zero:    %s, sent on the context x data group in step %d: %.6f MB per rank (rank 0; formula %.6f); "
+        "largest difference over the ranks %.0f bytes\n", fsdp_stage_name(f->o.zero), tr->o.steps, x[0] / 1e6,
+        x[1] / 1e6, diff[0]);
+    say("zero:    state high-water (rank 0, MB): weights %.6f (formula %.6f), gradients %.6f (%.6f), optimizer "
+        "%.6f (%.6f); largest difference over the ranks and kinds %.0f bytes\n", x[2] / 1e6, x[3] / 1e6,
+        x[4] / 1e6, x[5] / 1e6, x[6] / 1e6, x[7] / 1e6, diff[1]);
 }
 
 /* --preset before the flags are read, so that any flag still overrides it. */
@@ -291,7 +299,7 @@ int main(int argc, char **argv) {
         {"no-balance", ARG_FLAG, &p.no_balance, "context parallelism: one chunk per rank in order (causal work unbalanced)", NULL, 0, 0},
         {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
-        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, selective (block:K with --zero 1-3 and --pp 1)", NULL, 0, 0},
+        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, selective, block:K", NULL, 0, 0},
         FSDP_FLAGS(p.fo),
         {"preset", ARG_CHOICE, &p.preset, "a named model (sets the shape flags; later flags still apply)", PRESET_CHOICES, 0, 0},
         {"dry-run", ARG_FLAG, &p.dry_run, "build the mesh and the shards, print per-rank memory and FLOPs, allocate no model, exit", NULL, 0, 0},
@@ -332,13 +340,6 @@ int main(int argc, char **argv) {
         usage_error("%d layers do not cut into %d stage%s x %d chunk%s of equal size", L, p.pp, p.pp == 1 ? "" : "s",
                     V, V == 1 ? "" : "s");
     if (recompute_parse(p.recompute, L / (p.pp * V), &p.policy, why, sizeof why)) usage_error("%s", why);
-    if (p.fo.zero >= 2 && p.pp > 1)
-        usage_error("--zero %d with --pp %d: ZeRO-%d reduce-scatters every micro-batch's gradients (and ZeRO-3 "
-                    "gathers the weights of every unit pass), while a pipeline stage holds several micro-batches "
-                    "in flight; pipelines take --zero 0 or 1", p.fo.zero, p.pp, p.fo.zero);
-    if (p.policy.block && (!p.fo.zero || p.pp > 1))
-        usage_error("--recompute %s: the pipeline executor's micro-batches take none, full, every:C, sqrt and "
-                    "selective; block:K runs with --zero 1-3 and one stage", p.recompute);
     p.algo = strcmp(p.cp_algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
 
     train_setup(&tr, p.tp, p.cp, p.pp);
@@ -346,9 +347,7 @@ int main(int argc, char **argv) {
     if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, p.pp, tr.mesh.coord[AXIS_PP], V);
     tr.shard.sp = p.sp;
     tr.shard.cp_balance = !p.no_balance;
-    tr.recompute_every = p.policy.every;
-    tr.recompute_block = p.policy.block;
-    tr.selective = p.policy.selective;
+    tr.recompute = p.policy.keep;
     model_shard_check(&tr.cfg, &tr.shard);
     if (p.cp > 1) cp_check(&tr.cfg, &tr.shard, p.algo);
     if (p.sp && ((size_t)tr.mb * tr.cfg.seq / p.cp) % (size_t)p.tp)
@@ -363,35 +362,25 @@ int main(int argc, char **argv) {
 
     /* the model, wrapped from the inside out */
     model_t *m = &tr.model;
-    if (p.fo.zero) {
-        fsdp_init(&p.f, &tr, &tr.grad, NULL, &p.fo);            /* builds the model (ZeRO's arrays) */
-    } else {
-        train_model(&tr, MODEL_PARAMS_AND_GRADS);
-        if (tr.acts.bufs) {   /* the executor keeps its own micro-batch objects */
-            model_acts_free(m, &tr.acts);
-            memset(&tr.acts, 0, sizeof tr.acts);
-        }
-    }
+    if (p.fo.zero) fsdp_init(&p.f, &tr, &tr.grad, NULL, &p.fo);   /* builds the model (ZeRO's arrays) */
+    else train_model(&tr, MODEL_PARAMS_AND_GRADS);
     if (p.tp > 1) tp_init(&p.t, &tr.axis[AXIS_TP], m);              /* 1. seams on the tp axis */
     if (p.cp > 1) cp_init(&p.c, &tr.axis[AXIS_CP], m, p.algo);      /* 2. attention on the cp axis */
-    if (p.policy.every || p.policy.block || p.policy.selective) {   /* 3. what recomputation costs */
+    if (p.policy.keep.every || p.policy.keep.block || p.policy.keep.selective) {   /* 3. what recomputation costs */
         recompute_meter_attach(&p.meter, m);
         p.metered = 1;
     }
-    if (p.tp > 1 || p.cp > 1) model_add_hook(m, seam_before, seam_after, &p);
-    grad_sync_t *gs = NULL;
-    if (!p.fo.zero || p.pp > 1) {                                     /* 4. and 5. */
-        if (p.fo.zero && p.f.N > 1) {
-            gs = &p.f.gs;          /* ZeRO-1's reduce-scatters, after each stage's last backward */
-        } else if (!p.fo.zero && tr.grad.size > 1) {
-            grad_sync_init_allreduce(&p.gs, &tr.grad, m, tr.dtype, (size_t)(p.fo.bucket_mb * 1048576.0),
-                                     !p.fo.no_overlap);
-            gs = &p.gs;
-        }
-        char err[300];
-        if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
-        pipe_exec_init(&p.e, &p.s, m, &tr.axis[AXIS_PP], gs, p.policy.every, p.policy.selective, 1, 0);
+    grad_strategy_t sync = {0};                                        /* 4. and 5. */
+    if (p.fo.zero) {
+        sync = fsdp_strategy(&p.f);   /* reduce-scatters at each stage's backwards (ZeRO-1: its last) */
+    } else if (tr.grad.size > 1) {
+        sync = train_ddp(&tr, &p.gs, !p.fo.no_overlap);
     }
+    char err[300];
+    if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
+    runner_init(&p.run, &p.s, &tr, sync, 1, 0);
+    if (p.tp > 1) runner_add_seam(&p.run, &p.t.st.comm_s);
+    if (p.cp > 1) runner_add_seam(&p.run, &p.c.st.comm_s);
 
     say("nd:      mesh [tp %d, cp %d, pp %d, dp %d] = %d ranks, tp fastest; this rank: tp %d, cp %d, stage %d, "
         "replica %d\n", p.tp, p.cp, p.pp, tr.dp, world, tr.mesh.coord[AXIS_TP], tr.mesh.coord[AXIS_CP],
@@ -402,10 +391,9 @@ int main(int argc, char **argv) {
     say("cp:      %d rank%s, %s attention, %d of %d tokens of each sequence per rank (%s)\n", p.cp,
         p.cp == 1 ? "" : "s", p.cp > 1 ? p.cp_algo : "local", m->T, tr.cfg.seq,
         m->nck == 2 ? "balanced: chunks i and 2C-1-i" : "in order");
-    say("pp:      %s schedule, %d stage%s x %d chunk%s of %d layer%s, %d micro-batches of %d sequence%s%s\n",
-        p.fo.zero && p.pp == 1 ? "no" : p.schedule, p.pp, p.pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p.pp * V),
-        L / (p.pp * V) == 1 ? "" : "s", M, tr.mb, tr.mb == 1 ? "" : "s",
-        p.fo.zero && p.pp == 1 ? " (ZeRO's own step)" : "");
+    say("pp:      %s schedule, %d stage%s x %d chunk%s of %d layer%s, %d micro-batches of %d sequence%s\n",
+        p.schedule, p.pp, p.pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p.pp * V),
+        L / (p.pp * V) == 1 ? "" : "s", M, tr.mb, tr.mb == 1 ? "" : "s");
     say("dp:      %d rank%s in the context x data group (cp %d x dp %d): %s; recompute %s\n", tr.grad.size,
         tr.grad.size == 1 ? "" : "s", p.cp, tr.dp,
         p.fo.zero ? fsdp_stage_name(p.fo.zero) : tr.grad.size > 1 ? "gradients all-reduced in buckets after "
@@ -418,10 +406,11 @@ int main(int argc, char **argv) {
     tr.step_note_ctx = &p;
     train_run(&tr, nd_step, &p);
     summary(&tr, &p);
+    if (p.fo.zero) zero_report(&tr, &p);
 
-    if (!p.fo.zero || p.pp > 1) pipe_exec_free(&p.e);
+    runner_free(&p.run);
     if (p.fo.zero) fsdp_free(&p.f);
-    else if (gs) grad_sync_free(gs);
+    else if (tr.grad.size > 1) grad_sync_free(&p.gs);
     if (p.cp > 1) cp_free(&p.c);
     if (p.tp > 1) tp_free(&p.t);
     pipe_schedule_free(&p.s);

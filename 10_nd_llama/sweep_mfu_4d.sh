@@ -33,6 +33,8 @@ meshes=(
     "--tp 2 --cp 2 --dp 2"
     "--tp 2 --pp 2 --dp 2"
     "--cp 2 --pp 2 --dp 2"
+    "--pp 2 --dp 4 --zero 3"
+    "--tp 2 --pp 2 --dp 2 --zero 2"
     "--tp 2 --cp 2 --pp 2"
     "--tp 2 --cp 2 --pp 2 --sp --recompute selective"
 )

@@ -27,6 +27,13 @@ source tests/split_cases.sh
 case "$1" in
 equiv) shift; equiv_case "$@" ;;   # NP TOL "MESH FLAGS" [FLAGS...]
 emu) shift; emu_case "$@" ;;       # NP GPUS COMM TOL WTOL "MESH FLAGS" [FLAGS...]
+same)  # NP "FLAGS A" "FLAGS B": two runs on NP ranks end with bit-identical losses, norms and weights
+    np=$2; read -r -a fa <<<"$3"; read -r -a fb <<<"$4"
+    run "$np" "$dir/a.log" "${TINY[@]}" --steps 6 "${fa[@]}" --save-final "$dir/a.bin"
+    run "$np" "$dir/b.log" "${TINY[@]}" --steps 6 "${fb[@]}" --save-final "$dir/b.bin"
+    grep '^dp:\|^recompute' "$dir/a.log" || true
+    ./build/tests/compare "$dir/a.bin" "$dir/b.bin" --exact
+    ;;
 formulas)  # NP "MESH FLAGS" [FLAGS...]: the step notes, causes, bytes, CSV and bench row against their sums and formulas
     np=$2; read -r -a par <<<"$3"; shift 3
     run "$np" "$dir/a.log" "${TINY[@]}" --steps 4 "${par[@]}" "$@" --peak 1000 --csv "$dir/a.csv" --bench-csv "$dir/b.csv"

@@ -89,6 +89,11 @@ void grad_sync_free(grad_sync_t *g) {
     memset(g, 0, sizeof *g);
 }
 
+static void expose(grad_sync_t *g, double s) {
+    g->exposed_s += s;
+    g->exposed_total += s;
+}
+
 void grad_sync_begin(grad_sync_t *g, int sync) {
     g->sync = sync;
     if (g->sync) {
@@ -268,7 +273,7 @@ static void on_unit_backward(void *ctx, model_t *m, int unit, model_pass_t pass)
     /* On the CPU this time was taken from the backward pass. On a GPU the
      * host only queued work; grad_sync_finish measures what the stream waited. */
     double t1 = now_s();
-    if (g->dev->kind == DEV_CPU) g->exposed_s += t1 - t0;
+    if (g->dev->kind == DEV_CPU) expose(g, t1 - t0);
     if (t1 - t0 > 20e-6) trace_span(g->work_track, "grad sync: launch, MPI progress", t0, t1);
 }
 
@@ -286,7 +291,22 @@ void grad_sync_finish(grad_sync_t *g) {
         completed(g, b, i);
     }
     if (g->mode == GS_REDUCE_SCATTER) release_upto(g, g->nbuckets - 1);
-    g->exposed_s += dev_timer_stop_ms(&t) / 1e3;
+    expose(g, dev_timer_stop_ms(&t) / 1e3);
 }
 
 void grad_sync_continue(grad_sync_t *g) { g->sync = 1; }
+
+/* ---- DDP as the runner's strategy ---------------------------------------------------- */
+static void ddp_backward_begin(void *ctx, int last) {
+    grad_sync_t *g = ctx;
+    if (last == 2) grad_sync_begin(g, 1);    /* the step's first synchronised backward */
+    else if (last) grad_sync_continue(g);    /* another chunk's last: its units join */
+    else grad_sync_begin(g, 0);              /* no_sync: the gradients accumulate */
+}
+static void ddp_step_end(void *ctx) { grad_sync_finish(ctx); }
+static double ddp_exposed(void *ctx) { return ((grad_sync_t *)ctx)->exposed_total; }
+
+grad_strategy_t grad_sync_strategy(grad_sync_t *g) {
+    return (grad_strategy_t){.ctx = g, .backward_begin = ddp_backward_begin, .step_end = ddp_step_end,
+                             .exposed = ddp_exposed};
+}

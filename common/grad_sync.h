@@ -101,6 +101,7 @@ typedef struct grad_sync {
     void (*release)(void *ctx, int unit);   /* a unit's gradient buffer is no longer read */
     void *release_ctx;
     double exposed_s;       /* this step: communication time not hidden behind backward */
+    double exposed_total;   /* the same since init (never reset) */
     /* Tracing: buckets in flight overlap one another, so each goes to the
      * first "comm" lane free at its launch; the host time the callbacks
      * spend on communication shows on the "compute" track. */
@@ -142,6 +143,23 @@ void grad_sync_finish(grad_sync_t *g);
  * stage with several chunks: each chunk's last micro-batch synchronises its
  * own units, the first with grad_sync_begin(g, 1), the others with this). */
 void grad_sync_continue(grad_sync_t *g);
+
+/* A data-parallel synchronisation as the runner (runner.h) calls it, at the
+ * points its schedule defines. Any member but ctx and exposed may be NULL. */
+typedef struct {
+    void *ctx;
+    void (*step_begin)(void *ctx);              /* the step's start (model grads zeroed) */
+    /* around each backward action; last = 0, or 1 when it is the last
+     * backward of its chunk in the step, 2 for the first such of the step */
+    void (*backward_begin)(void *ctx, int last);
+    void (*backward_end)(void *ctx, int last);
+    void (*step_end)(void *ctx);                /* after the list: nothing left in flight */
+    double (*exposed)(void *ctx);               /* seconds of exposed communication, growing */
+} grad_strategy_t;
+
+/* DDP (all-reduce mode): no_sync until a chunk's last backward, whose ready
+ * buckets go out during it; the rest at the step's end. */
+grad_strategy_t grad_sync_strategy(grad_sync_t *g);
 
 #ifdef __cplusplus
 }

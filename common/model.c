@@ -198,7 +198,8 @@ static void block_alloc(model_t *m, model_acts_t *a, block_acts_t *b, int keep_a
  * own; its other inputs and all its blocks' insides share the `seg` slots,
  * which the backward pass refills one segment at a time. Layers outside the
  * segments (from K on) keep everything in buffers of their own. */
-static void acts_init(model_t *m, model_acts_t *a, int chunk, int B, int every, int block, int selective) {
+void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recompute_t rc) {
+    const int every = rc.every, block = rc.block, selective = rc.selective;
     const model_shard_t *s = &m->shard;
     if (B < 1 || B > m->max_batch) die("model: micro-batch of %d sequences outside [1, %d]", B, m->max_batch);
     if (chunk < 0 || chunk >= s->chunks) die("model: chunk %d outside [0, %d)", chunk, s->chunks);
@@ -255,17 +256,6 @@ static void acts_init(model_t *m, model_acts_t *a, int chunk, int B, int every, 
         a->lse_host = xmalloc(Rf * sizeof(float));
         a->picked_host = xmalloc(Rf * sizeof(float));
     }
-}
-
-void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
-                     int selective) {
-    if (recompute_every < 0) die("model: recompute_every must be >= 0");
-    acts_init(m, a, chunk, B, recompute_every, 0, selective);
-}
-
-void model_acts_init_block(model_t *m, model_acts_t *a, int chunk, int B, int block, int selective) {
-    if (block < 0) die("model: the block policy's layer count must be >= 0");
-    acts_init(m, a, chunk, B, 0, block, selective);
 }
 
 void model_acts_free(model_t *m, model_acts_t *a) {

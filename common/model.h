@@ -312,13 +312,19 @@ void model_free(model_t *m);
  * and recomputation; either may be NULL. */
 void model_add_hook(model_t *m, model_unit_fn before, model_unit_fn after, void *ctx);
 
+/* What a micro-batch object keeps for backward: the recomputation policy
+ * (06_checkpointing chooses it; all zero: keep everything). */
+typedef struct {
+    int every;               /* C >= 1: keep the input of every C-th layer, recompute the rest */
+    int block;               /* K >= 1: the chunk's first K layers (at most all) recomputed one
+                                at a time, the others keeping everything (Megatron's block
+                                method); 0 with every */
+    int selective;           /* keep q, k, v but recompute the attention core */
+} model_recompute_t;
+
 /* Activations for one micro-batch of B <= max_batch sequences through chunk
- * `chunk`, with a recomputation policy (recompute_every 0: none). */
-void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, int recompute_every,
-                     int selective);
-/* The same with the block policy: the chunk's first `block` layers (at most
- * all of them) recomputed one at a time, the others keeping everything. */
-void model_acts_init_block(model_t *m, model_acts_t *a, int chunk, int B, int block, int selective);
+ * `chunk`, under the recomputation policy rc. */
+void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recompute_t rc);
 void model_acts_free(model_t *m, model_acts_t *a);
 /* The micro-batch's tokens: tokens and targets (B, seq) int32 on the host, the
  * WHOLE sequences; this rank's rows are picked (context parallelism) and

@@ -77,6 +77,7 @@ void train_defaults(train_t *tr) {
     o->timeout_s = 300;
     o->inter_gbps = 10;
     o->inter_us = 20;
+    o->bucket_mb = 25;
 }
 
 void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *prog) {
@@ -100,6 +101,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
         {"warmup", ARG_INT, &o->warmup, "warm-up steps (-1: steps/10)", NULL, -1, 1e9},
         {"clip", ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)", NULL, 0, 1e9},
         {"dtype", ARG_CHOICE, &o->dtype, "weights, activations and communicated gradients", "fp32|bf16", 0, 0},
+        {"bucket-mb", ARG_DOUBLE, &o->bucket_mb, "data-parallel gradient bucket size in MiB (DDP's all-reduce, as PyTorch's bucket_cap_mb)", NULL, 1e-6, 1e6},
         {"data", ARG_STRING, &o->data, "train on this text file, byte-level (default: the synthetic corpus)", NULL, 0, 0},
         {"ckpt-dir", ARG_STRING, &o->ckpt_dir, "directory for checkpoint sets (one directory per step)", NULL, 0, 0},
         {"ckpt-every", ARG_INT, &o->ckpt_every, "save a checkpoint every N steps and at the end (0: only at the end)", NULL, 0, 1e9},
@@ -293,10 +295,12 @@ void train_model(train_t *tr, int with_params) {
     model_init(&tr->model, &tr->cfg, &tr->shard, tr->mb, tr->dtype, &tr->dev, with_params);
     model_add_hook(&tr->model, trace_before, trace_after, tr);
     if (tr->mesh.size[AXIS_PP] > 1) return;   /* pipelines keep their own micro-batches */
-    if (tr->recompute_block)
-        model_acts_init_block(&tr->model, &tr->acts, 0, tr->mb, tr->recompute_block, tr->selective);
-    else
-        model_acts_init(&tr->model, &tr->acts, 0, tr->mb, tr->recompute_every, tr->selective);
+    model_acts_init(&tr->model, &tr->acts, 0, tr->mb, tr->recompute);
+}
+
+grad_strategy_t train_ddp(train_t *tr, grad_sync_t *g, int overlap) {
+    grad_sync_init_allreduce(g, &tr->grad, &tr->model, tr->dtype, (size_t)(tr->o.bucket_mb * 1048576.0), overlap);
+    return grad_sync_strategy(g);
 }
 
 void train_batch(train_t *tr, long step, int micro, model_acts_t *a) {

@@ -12,17 +12,20 @@
  *     train_defaults(&tr);                       // then change any default
  *     train_init(&tr, &argc, &argv, &program);   // MPI, flags (shared + the chapter's)
  *     train_setup(&tr, tp, cp, pp);              // mesh, device, data, checks, header
- *     train_model(&tr, 1);                       // the model for tr.shard
- *     ...the technique's set-up: hooks, seams, grad_sync...
+ *     train_model(&tr, MODEL_PARAMS_AND_GRADS);  // the model for tr.shard
+ *     ...the technique's set-up: hooks, seams...
+ *     runner_init(&run, schedule, &tr, strategy, 0, 0);   // runner.h
  *     train_optimizer(&tr, NULL, 0, 0);          // this rank's part; weights loaded
- *     train_run(&tr, my_step, &my_ctx);
+ *     train_run(&tr, runner_step, &run);         // or a step function around it
  *     train_finish(&tr);
  *
  * The step function does one optimizer step's forward, backward and
  * communication: zero the gradients, run the micro-batches, synchronise the
  * gradients so that the optimizer's pieces hold the global batch's gradient
  * (of the MEAN loss: backward's scale is tr->loss_scale = 1 / global tokens),
- * and report what it measured in train_step_t. The loop does the rest.
+ * and report what it measured in train_step_t. The runner (runner.h) is
+ * that step for every chapter, with the chapter's schedule and gradient
+ * synchronisation plugged in. The loop does the rest.
  *
  * Checkpoints are sets (ckpt.h): every rank whose optimizer part is its own
  * (part_unique) writes its pieces of the fp32 master weights and both Adam
@@ -40,6 +43,7 @@
 #include "data.h"
 #include "device.h"
 #include "dist.h"
+#include "grad_sync.h"
 #include "model.h"
 #include "optim.h"
 
@@ -61,6 +65,7 @@ typedef struct {
     int node_size;               /* link model: world ranks per simulated node (0: off) */
     double inter_gbps, inter_us;
     size_t mem_limit;            /* bytes of counted memory per rank (0: no limit) */
+    double bucket_mb;            /* DDP's gradient buckets, MiB (grad_sync.h) */
 } train_opts_t;
 
 /* What a step function measured (this rank). */
@@ -99,8 +104,7 @@ struct train {
     model_shard_t shard;         /* from the mesh; change before train_model (pipeline, sp) */
     model_t model;
     model_acts_t acts;           /* one micro-batch of tr->mb sequences, chunk 0 */
-    int recompute_every, selective;   /* policy for tr->acts (set before train_model) */
-    int recompute_block;              /* or the block policy's layer count (model.h) */
+    model_recompute_t recompute; /* what micro-batch objects keep (set before train_model) */
     data_t data;
     int mb;                      /* sequences per micro-batch */
     long global_tokens;
@@ -155,6 +159,9 @@ void train_model(train_t *tr, int with_params);
  * initialised on the data-parallel root and broadcast; into the master
  * pieces, their working copies, and model.params when the model has them. */
 void train_optimizer(train_t *tr, const optim_piece_t *pieces, int npieces, size_t n);
+/* DDP over tr->grad: the model's gradients all-reduced in buckets of
+ * --bucket-mb (overlapping backward, or after it), as the runner's strategy. */
+grad_strategy_t train_ddp(train_t *tr, grad_sync_t *g, int overlap);
 /* Host tokens and targets of micro-batch `micro` of step's global batch, for
  * this rank's data-parallel share, into a (model_set_batch). */
 void train_batch(train_t *tr, long step, int micro, model_acts_t *a);

@@ -32,21 +32,21 @@ TEST(checkpointing_recompute_policies_parse_and_bad_ones_are_refused) {
     recompute_t r;
     char err[300];
     EXPECT_EQ_INT(recompute_parse("none", 16, &r, err, sizeof err), 0);
-    EXPECT(r.every == 0 && r.block == 0 && !r.selective);
+    EXPECT(r.keep.every == 0 && r.keep.block == 0 && !r.keep.selective);
     EXPECT_EQ_INT(recompute_parse("full", 16, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.every, 1);
+    EXPECT_EQ_INT(r.keep.every, 1);
     EXPECT_EQ_INT(recompute_parse("sqrt", 16, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.every, 4);
+    EXPECT_EQ_INT(r.keep.every, 4);
     EXPECT_EQ_INT(recompute_parse("sqrt", 32, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.every, 6);   /* round(5.66) */
+    EXPECT_EQ_INT(r.keep.every, 6);   /* round(5.66) */
     EXPECT_EQ_INT(recompute_parse("sqrt", 1, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.every, 1);
+    EXPECT_EQ_INT(r.keep.every, 1);
     EXPECT_EQ_INT(recompute_parse("every:16", 16, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.every, 16);
+    EXPECT_EQ_INT(r.keep.every, 16);
     EXPECT_EQ_INT(recompute_parse("block:3", 16, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.block, 3);
+    EXPECT_EQ_INT(r.keep.block, 3);
     EXPECT_EQ_INT(recompute_parse("selective", 16, &r, err, sizeof err), 0);
-    EXPECT_EQ_INT(r.selective, 1);
+    EXPECT_EQ_INT(r.keep.selective, 1);
     const char *bad[] = {"every:0", "every:17", "every:", "every:2x", "every:-1", "block:0", "block:17",
                          "sqrt:2", "Full", ""};
     for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
@@ -80,8 +80,7 @@ static void policies(int L, recompute_t *out, int *n) {
 }
 
 static void acts_init(model_t *m, model_acts_t *a, int B, const recompute_t *r) {
-    if (r->block) model_acts_init_block(m, a, 0, B, r->block, r->selective);
-    else model_acts_init(m, a, 0, B, r->every, r->selective);
+    model_acts_init(m, a, 0, B, r->keep);
 }
 
 /* The cost model's bytes are the bytes allocated, exactly; and they have
@@ -114,9 +113,9 @@ TEST(checkpointing_activation_bytes_match_the_cost_model_for_every_policy) {
                           dtype_name(t), pol[k].name, got, cost.bytes, got - cost.bytes);
             /* recompute.h's closed forms, with x = input, A = layer */
             double x = cost.input, A = cost.layer, L = c.layers, closed;
-            if (pol[k].every) closed = ceil(L / pol[k].every) * x + pol[k].every * A;
-            else if (pol[k].block && pol[k].block < L) closed = (L + 1) * x + (L - pol[k].block) * (A - x);
-            else if (pol[k].block) closed = L * x + A;
+            if (pol[k].keep.every) closed = ceil(L / pol[k].keep.every) * x + pol[k].keep.every * A;
+            else if (pol[k].keep.block && pol[k].keep.block < L) closed = (L + 1) * x + (L - pol[k].keep.block) * (A - x);
+            else if (pol[k].keep.block) closed = L * x + A;
             else closed = x + L * A;
             if (fabs(closed + cost.head - cost.bytes) > 0.5)
                 UNIT_FAIL("%s: closed form %.0f + head %.0f, cost model %.0f", pol[k].name, closed, cost.head, cost.bytes);

@@ -870,7 +870,7 @@ TEST(model_gradient_matches_finite_differences_in_every_tensor) {
     model_t m;
     whole(&m, &tiny, B, DT_F32, NULL);
     model_acts_t a;
-    model_acts_init(&m, &a, 0, B, 0, 0);
+    model_acts_init(&m, &a, 0, B, (model_recompute_t){0});
     size_t n = m.size;
     float *p = xmalloc(n * 4);
     model_init_params(p, &tiny, 7);
@@ -928,7 +928,7 @@ TEST(model_stages_compose_to_the_full_model) {
         model_t full, st[2];
         model_acts_t af, as[2][2];   /* [stage][chunk] */
         whole(&full, &c, B, DT_F32, p);
-        model_acts_init(&full, &af, 0, B, 0, 0);
+        model_acts_init(&full, &af, 0, B, (model_recompute_t){0});
         model_zero_grads(&full);
         double lf = fwd(&full, &af, tok, tg);
         model_backward(&full, &af, 0.1f, NULL);
@@ -945,7 +945,7 @@ TEST(model_stages_compose_to_the_full_model) {
             model_load_params(&st[k], ps);
             free(ps);
             model_zero_grads(&st[k]);
-            for (int v = 0; v < V; v++) model_acts_init(&st[k], &as[k][v], v, B, 0, 0);
+            for (int v = 0; v < V; v++) model_acts_init(&st[k], &as[k][v], v, B, (model_recompute_t){0});
         }
         /* virtual stages in order: (stage 0, chunk 0), (1, 0), (0, 1), (1, 1) */
         double loss = 0;
@@ -1007,7 +1007,7 @@ TEST(model_unit_hooks_run_in_order_and_gradients_are_final_after_each_unit) {
     hook_log r = {.n = 0, .m = &m};
     model_add_hook(&m, hook_before, hook_after, &r);
     model_acts_t a;
-    model_acts_init(&m, &a, 0, B, 0, 0);
+    model_acts_init(&m, &a, 0, B, (model_recompute_t){0});
     int tok[10], tg[10];
     tiny_batch(&tiny, B, tok, tg, 9);
     model_zero_grads(&m);
@@ -1049,9 +1049,9 @@ TEST(model_micro_batches_accumulate_and_can_be_in_flight_together) {
     tiny_batch(&tiny, B, tok, tg, 4);
     const float scale = 1.0f / (B * T);
     model_acts_t all, a1, a3;
-    model_acts_init(&m, &all, 0, 4, 0, 0);
-    model_acts_init(&m, &a1, 0, 1, 0, 0);
-    model_acts_init(&m, &a3, 0, 3, 0, 0);
+    model_acts_init(&m, &all, 0, 4, (model_recompute_t){0});
+    model_acts_init(&m, &a1, 0, 1, (model_recompute_t){0});
+    model_acts_init(&m, &a3, 0, 3, (model_recompute_t){0});
     model_zero_grads(&m);
     double l = fwd(&m, &all, tok, tg);
     model_backward(&m, &all, scale, NULL);
@@ -1124,7 +1124,7 @@ TEST(model_gradient_accumulation_needs_the_global_token_scale) {
     int tok[4 * 5], tg[4 * 5];
     tiny_batch(&tiny, B, tok, tg, 11);
     model_acts_t a[5];   /* a[b]: a micro-batch of b sequences */
-    for (int b = 1; b <= B; b++) model_acts_init(&m, &a[b], 0, b, 0, 0);
+    for (int b = 1; b <= B; b++) model_acts_init(&m, &a[b], 0, b, (model_recompute_t){0});
 
     /* The reference: the whole batch at once, the mean over its B T tokens. */
     model_zero_grads(&m);
@@ -1198,8 +1198,7 @@ TEST(model_recomputation_policies_give_bit_identical_gradients) {
     size_t bytes0 = 0, bytes_full = 0;
     for (int k = 0; k < np; k++) {
         model_acts_t a;
-        if (block[k]) model_acts_init_block(&m, &a, 0, B, block[k], sel[k]);
-        else model_acts_init(&m, &a, 0, B, every[k], sel[k]);
+        model_acts_init(&m, &a, 0, B, (model_recompute_t){every[k], block[k], sel[k]});
         model_zero_grads(&m);
         double l = fwd(&m, &a, tok, tg);
         model_backward(&m, &a, 0.05f, NULL);
@@ -1256,8 +1255,8 @@ TEST(model_bf16_loss_and_gradients_are_close_to_fp32) {
     whole(&f, &c, B, DT_F32, p);
     whole(&h, &c, B, DT_BF16, p);
     model_acts_t af, ah;
-    model_acts_init(&f, &af, 0, B, 0, 0);
-    model_acts_init(&h, &ah, 0, B, 0, 0);
+    model_acts_init(&f, &af, 0, B, (model_recompute_t){0});
+    model_acts_init(&h, &ah, 0, B, (model_recompute_t){0});
     model_zero_grads(&f); model_zero_grads(&h);
     double lf = fwd(&f, &af, tok, tg) / N, lh = fwd(&h, &ah, tok, tg) / N;
     model_backward(&f, &af, 1.0f / N, NULL);
@@ -1345,7 +1344,7 @@ TEST(model_writes_dumps_for_the_independent_reference) {
     model_t m;
     whole(&m, &c, B, DT_F32, NULL);
     model_acts_t a;
-    model_acts_init(&m, &a, 0, B, 0, 0);
+    model_acts_init(&m, &a, 0, B, (model_recompute_t){0});
     size_t n = m.size;
     float *p = xmalloc(n * 4);
     int tok[10], tg[10];

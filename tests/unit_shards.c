@@ -46,7 +46,7 @@ static double reference(const model_config_t *c, const float *p, int B, const in
     model_init(&m, c, &s, B, DT_F32, &dev, 1);
     model_load_params(&m, p);
     model_acts_t a;
-    model_acts_init(&m, &a, 0, B, 0, 0);
+    model_acts_init(&m, &a, 0, B, (model_recompute_t){0});
     model_zero_grads(&m);
     model_set_batch(&m, &a, tok, tg);
     double loss = model_forward(&m, &a);
@@ -174,7 +174,7 @@ static void shard_matches_whole(layout_t L) {
     if (L.cp > 1 && L.core != CORE_GATHER)
         cp_init(&cpcore, &cpc, &m, L.core == CORE_RING ? CP_RING : CP_ULYSSES);
     model_acts_t a;
-    model_acts_init(&m, &a, 0, B, 0, 0);
+    model_acts_init(&m, &a, 0, B, (model_recompute_t){0});
     model_zero_grads(&m);
     model_set_batch(&m, &a, tok, tg);
     double loss = model_forward(&m, &a);
@@ -321,7 +321,7 @@ TEST(ulysses_all_to_all_gives_each_rank_its_heads_of_every_token) {
     cp_t u;
     cp_init(&u, &cpc, &m, CP_ULYSSES);
     model_acts_t a;
-    model_acts_init(&m, &a, 0, B, 0, 0);
+    model_acts_init(&m, &a, 0, B, (model_recompute_t){0});
     const int H = m.H, KV = m.KV, hd = m.hd, Hc = H / C, KVc = KV >= C ? KV / C : 1;
     const size_t Rf = a.rows_full;
     float *q = xmalloc(Rf * H * hd * 4), *k = xmalloc(Rf * KV * hd * 4), *v = xmalloc(Rf * KV * hd * 4);

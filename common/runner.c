@@ -1,5 +1,5 @@
-/* executor.c: runs a stage's action list on the model (see executor.h). */
-#include "executor.h"
+/* runner.c: runs this rank's action list on the model (see runner.h). */
+#include "runner.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +15,17 @@ static void nap(void) {
     nanosleep(&ts, NULL);
 }
 
-static double elapsed(const pipe_exec_t *e) { return now_s() - e->t_zero; }
+static double elapsed(const runner_t *e) { return now_s() - e->t_zero; }
 
 /* ---- pools: micro-batch objects per chunk, message buffers ------------------------------ */
-static model_acts_t *acts_get(pipe_exec_t *e, int c, int B) {
+static model_acts_t *acts_get(runner_t *e, int c, int B) {
     int M = e->s->M;
     model_acts_t *a;
     if (e->pool_free[c] > 0) {
         a = e->pool[c * M + --e->pool_free[c]];
     } else {
         a = xmalloc(sizeof *a);
-        model_acts_init(e->m, a, c, B, e->recompute_every, e->selective);
+        model_acts_init(e->m, a, c, B, e->keep);
         e->made[c]++;
     }
     e->held++;
@@ -35,16 +35,16 @@ static model_acts_t *acts_get(pipe_exec_t *e, int c, int B) {
     return a;
 }
 
-static void acts_put(pipe_exec_t *e, model_acts_t *a) {
+static void acts_put(runner_t *e, model_acts_t *a) {
     e->held--;
     e->held_bytes -= (double)a->bytes;
     e->pool[a->chunk * e->s->M + e->pool_free[a->chunk]++] = a;
 }
 
-static void buf_put(pipe_exec_t *e, void *p) { e->bufs[e->nbufs++] = p; }
+static void buf_put(runner_t *e, void *p) { e->bufs[e->nbufs++] = p; }
 
 /* A request is complete: its buffer (a gradient's SEND) goes back. */
-static void finished(pipe_exec_t *e, int i) {
+static void finished(runner_t *e, int i) {
     comm_wait(e->comm, &e->req[i]);
     if (e->send_buf[i]) {
         buf_put(e, e->send_buf[i]);
@@ -54,7 +54,7 @@ static void finished(pipe_exec_t *e, int i) {
     }
 }
 
-static void *buf_get(pipe_exec_t *e) {
+static void *buf_get(runner_t *e) {
     /* gradients sent by now give their buffers back (not those of an open
      * group: their requests complete only with the group) */
     for (int k = e->npending - 1; k >= 0 && e->nbufs == 0 && !e->comm->grouping; k--)
@@ -65,7 +65,7 @@ static void *buf_get(pipe_exec_t *e) {
 }
 
 /* Wait for action i's request, sleeping between polls; returns the seconds. */
-static double wait_req(pipe_exec_t *e, int i, const char *why) {
+static double wait_req(runner_t *e, int i, const char *why) {
     comm_req_t *r = &e->req[i];
     if (!r->active) return 0;
     double t0 = now_s();
@@ -83,7 +83,7 @@ static double wait_req(pipe_exec_t *e, int i, const char *why) {
 /* ---- the unit hook: layer times, and MPI progress during compute ------------------------ */
 static void unit_before(void *ctx, model_t *m, int u, model_pass_t pass) {
     (void)m; (void)u; (void)pass;
-    pipe_exec_t *e = ctx;
+    runner_t *e = ctx;
     if (!e->time_units) return;
     if (e->sync) dev_sync(e->dev);
     e->unit_t = now_s();
@@ -91,7 +91,7 @@ static void unit_before(void *ctx, model_t *m, int u, model_pass_t pass) {
 
 static void unit_after(void *ctx, model_t *m, int u, model_pass_t pass) {
     (void)m;
-    pipe_exec_t *e = ctx;
+    runner_t *e = ctx;
     if (e->time_units) {
         if (e->sync) dev_sync(e->dev);
         if (e->steps > 0) e->unit_s[pass != PASS_FORWARD][u] += now_s() - e->unit_t;
@@ -103,22 +103,27 @@ static void unit_after(void *ctx, model_t *m, int u, model_pass_t pass) {
 }
 
 /* ---- set-up ---------------------------------------------------------------------------- */
-void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t *comm,
-                    grad_sync_t *gs, int recompute_every, int selective, int sync, int time_units) {
+void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strategy_t gs, int sync,
+                 int time_units) {
     memset(e, 0, sizeof *e);
-    if (comm->size != s->P) die("pipeline: the pipeline communicator has %d ranks for %d stages", comm->size, s->P);
+    if (!s) {
+        pipe_schedule_one_stage(&e->one_stage, tr->o.micro);
+        s = &e->one_stage;
+    }
+    model_t *m = &tr->model;
+    comm_t *comm = &tr->axis[AXIS_PP];
+    if (comm->size != s->P) die("runner: the pipeline communicator has %d ranks for %d stages", comm->size, s->P);
     e->s = s;
     e->stage = comm->rank;
     e->m = m;
     e->comm = comm;
     e->gs = gs;
     e->dev = m->d;
-    e->recompute_every = recompute_every;
-    e->selective = selective;
+    e->keep = tr->recompute;
     e->sync = sync;
     e->time_units = time_units;
     const model_shard_t *sh = &m->shard;
-    if (sh->chunks != s->V) die("pipeline: the model has %d chunks, the schedule %d", sh->chunks, s->V);
+    if (sh->chunks != s->V) die("runner: the model has %d chunks, the schedule %d", sh->chunks, s->V);
     size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1);
     e->msg_elems = rows * m->cfg.dim;
     e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
@@ -127,7 +132,7 @@ void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t
     e->in_action = xmalloc(sizeof(int) * (size_t)n);
     e->act_send = xmalloc(sizeof(int) * (size_t)n);
     e->sends_grad = xcalloc((size_t)n, sizeof(int));
-    e->sync_mode = xcalloc((size_t)n, sizeof(int));
+    e->last_bwd = xcalloc((size_t)n, sizeof(int));
     int *recv_at = xmalloc(sizeof(int) * 2 * (size_t)MV), *send_at = xmalloc(sizeof(int) * (size_t)MV);
     int *last_bwd = xmalloc(sizeof(int) * (size_t)s->V);
     for (int k = 0; k < 2 * MV; k++) recv_at[k] = -1;
@@ -147,7 +152,7 @@ void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t
                         : a[i].op == PA_BWD ? recv_at[PM_GRAD * MV + k] : -1;
         e->act_send[i] = a[i].op == PA_BWD ? send_at[k] : -1;
         e->sends_grad[i] = a[i].op == PA_BWD && vs > 0;
-        if (a[i].op == PA_BWD && last_bwd[a[i].chunk] == i) e->sync_mode[i] = i == first_sync ? 1 : 2;
+        if (a[i].op == PA_BWD && last_bwd[a[i].chunk] == i) e->last_bwd[i] = i == first_sync ? 2 : 1;
     }
     free(recv_at);
     free(send_at);
@@ -169,25 +174,38 @@ void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t
     for (int p = 0; p < 2; p++) e->unit_s[p] = xcalloc((size_t)m->n_units, sizeof(double));
     e->track = trace_track("schedule");
     model_add_hook(m, unit_before, unit_after, e);
+    if (tr->acts.bufs) {   /* train_model's object: chunk 0's first */
+        e->borrowed = &tr->acts;
+        e->pool[e->pool_free[0]++] = e->borrowed;
+        e->made[0]++;
+    }
 }
 
-void pipe_exec_free(pipe_exec_t *e) {
+void runner_add_seam(runner_t *e, const double *seconds) {
+    if (e->nseams == RUNNER_SEAMS) die("runner: more than %d seam counters", RUNNER_SEAMS);
+    e->seam[e->nseams++] = seconds;
+}
+
+void runner_free(runner_t *e) {
     for (int c = 0; c < e->s->V; c++)
         for (int j = 0; j < e->pool_free[c]; j++) {
-            model_acts_free(e->m, e->pool[c * e->s->M + j]);
-            free(e->pool[c * e->s->M + j]);
+            model_acts_t *a = e->pool[c * e->s->M + j];
+            if (a == e->borrowed) continue;
+            model_acts_free(e->m, a);
+            free(a);
         }
     for (int j = 0; j < e->nbufs; j++) dev_free(e->dev, e->bufs[j]);
-    free(e->in_action); free(e->act_send); free(e->sends_grad); free(e->sync_mode);
+    free(e->in_action); free(e->act_send); free(e->sends_grad); free(e->last_bwd);
     free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
     free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
     free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd);
     free(e->unit_s[0]); free(e->unit_s[1]);
+    pipe_schedule_free(&e->one_stage);
     memset(e, 0, sizeof *e);
 }
 
 /* ---- one step ----------------------------------------------------------------------------- */
-static void post(pipe_exec_t *e, int i, int B) {
+static void post(runner_t *e, int i, int B) {
     const pipe_schedule_t *s = e->s;
     const pipe_action_t *a = &s->a[e->stage][i];
     int k = a->mb * s->V + a->chunk;
@@ -210,17 +228,29 @@ static void post(pipe_exec_t *e, int i, int B) {
     }
 }
 
-void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
+/* What the step's time leaves out of compute: the strategy's exposed
+ * communication and the seams' blocking time, both growing counters. */
+static double sync_time(const runner_t *e) { return e->gs.ctx ? e->gs.exposed(e->gs.ctx) : 0; }
+static double seam_time(const runner_t *e) {
+    double t = 0;
+    for (int k = 0; k < e->nseams; k++) t += *e->seam[k];
+    return t;
+}
+
+void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
+    runner_t *e = runner;
     const pipe_schedule_t *s = e->s;
     const pipe_action_t *list = s->a[e->stage];
     model_t *m = e->m;
+    grad_strategy_t *gs = e->gs.ctx ? &e->gs : NULL;
     int V = s->V, B = tr->mb;
     double sent0 = comm_sent_bytes(e->comm);
     model_zero_grads(m);
+    if (gs && gs->step_begin) gs->step_begin(gs->ctx);
     e->t_zero = now_s();
     e->busy = e->idle = 0;
     e->last_post = -1;
-    double exposed_in_bwd = 0;
+    const double sync0 = sync_time(e), seam0 = seam_time(e);
     for (int i = 0; i < e->n; i++) {
         const pipe_action_t *a = &list[i];
         int k = a->mb * V + a->chunk;
@@ -240,7 +270,8 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
                      a->mb, chunk);
             e->idle += wait_req(e, e->in_action[i], what);
         }
-        double t0 = now_s();
+        if (a->op == PA_BWD && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
+        double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
         if (a->op == PA_FWD) {
             if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B);   /* virtual stage 0 */
             model_acts_t *x = e->acts[k];
@@ -249,14 +280,7 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
             if (x->has_head && model_counts_loss(m)) st->loss += loss;
         } else {
             model_acts_t *x = e->acts[k];
-            if (e->gs) {
-                if (e->sync_mode[i] == 1) grad_sync_begin(e->gs, 1);
-                else if (e->sync_mode[i] == 2) grad_sync_continue(e->gs);
-                else grad_sync_begin(e->gs, 0);
-            }
-            double ex0 = e->gs ? e->gs->exposed_s : 0;
             model_backward(m, x, tr->loss_scale, e->grad_in[k]);
-            if (e->gs) exposed_in_bwd += e->gs->exposed_s - ex0;
             if (e->grad_in[k]) buf_put(e, e->grad_in[k]);
             e->grad_in[k] = NULL;
             if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
@@ -265,7 +289,7 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
             }
         }
         if (e->sync) dev_sync(e->dev);
-        double t1 = now_s(), d = t1 - t0;
+        double t1 = now_s(), d = t1 - t0 - (sync_time(e) + seam_time(e) - x0);   /* compute only */
         e->busy += d;
         if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
         if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : e->sum_bwd)[a->chunk] += d;
@@ -273,7 +297,9 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
         e->t1[i] = t1 - e->t_zero;
         snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : 'B', a->mb, chunk);
         trace_span(e->track, what, t0, t1);
-        if (a->op == PA_BWD) {   /* the micro-batch object is free once its output has gone */
+        if (a->op == PA_BWD) {
+            if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->last_bwd[i]);
+            /* the micro-batch object is free once its output has gone */
             if (e->act_send[i] >= 0) e->idle += wait_req(e, e->act_send[i], "wait for a send");
             acts_put(e, e->acts[k]);
             e->acts[k] = NULL;
@@ -281,12 +307,9 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
     }
     for (int i = 0; i < e->n; i++)
         if (e->req[i].active) e->idle += wait_req(e, i, "wait for a send");
-    st->bwd_s -= exposed_in_bwd;
-    e->busy -= exposed_in_bwd;
-    if (e->gs) {
-        grad_sync_finish(e->gs);
-        st->exposed_s = e->gs->exposed_s;
-    }
+    if (gs && gs->step_end) gs->step_end(gs->ctx);
+    e->sync_s = sync_time(e) - sync0;
+    st->exposed_s = e->sync_s + seam_time(e) - seam0;
     /* The pipeline drains: every stage waits for the last one (a barrier,
      * polled like a message) -- the end of the bubble. */
     double td = now_s();
@@ -305,7 +328,7 @@ void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st) {
     e->idle += tend - td;
     e->span = tend - e->t_zero;
     e->sent = comm_sent_bytes(e->comm) - sent0;
-    st->bubble_s = e->idle;
+    st->bubble_s = s->kind == PIPE_ONE_STAGE ? -1 : e->idle;
     if (e->steps > 0) {
         e->sum_busy += e->busy;
         e->sum_idle += e->idle;
@@ -321,7 +344,7 @@ static void sum_world(double *x, int n, MPI_Comm w) {
     dist_allreduce(x, n, MPI_DOUBLE, MPI_SUM, w, "the pipeline's report");
 }
 
-void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int replica, pipe_report_t *r) {
+void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica, runner_report_t *r) {
     const pipe_schedule_t *s = e->s;
     const model_t *m = e->m;
     int P = s->P, V = s->V, L = m->cfg.layers, st = e->stage;
@@ -409,7 +432,7 @@ void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int re
     free(pk);
 }
 
-void pipe_report_free(pipe_report_t *r) {
+void runner_report_free(runner_report_t *r) {
     for (int q = 0; q < r->P && r->t0; q++) {
         free(r->t0[q]);
         free(r->t1[q]);
@@ -423,7 +446,7 @@ void pipe_report_free(pipe_report_t *r) {
  * layers (so that a slower core or a busier moment of one stage in the run
  * does not become one stage's property in the replay); the embedding and the
  * head keep their own times. */
-void pipe_costs_from_layers(const pipe_report_t *r, int P, int V, double *fwd, double *bwd) {
+void pipe_costs_from_layers(const runner_report_t *r, int P, int V, double *fwd, double *bwd) {
     int per = r->L / (P * V), last = P * V - 1;
     if (per < 1 || r->L % (P * V)) die("pipeline: %d layers do not cut into %d x %d chunks", r->L, P, V);
     double lf = 0, lb = 0;

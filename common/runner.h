@@ -1,9 +1,27 @@
-/* executor.h: one executor for every pipeline schedule (schedule.h): it runs
- * this rank's action list on the model, with the activations and gradients
- * moving between stages by non-blocking sends and receives.
+/* runner.h: the one loop that runs micro-batches, for every trainer. It
+ * executes this rank's action list (actions.h) on the model: the one-stage
+ * list F0 B0 F1 B1 ... of a trainer without a pipeline (DDP, ZeRO, tensor and
+ * context parallelism, recomputation), or a stage's list of any pipeline
+ * schedule of chapter 07, with activations and gradients moving between
+ * stages by non-blocking sends and receives.
  *
- *   pipe_exec_init(&e, &schedule, &tr.model, &tr.axis[AXIS_PP], &gs, ...);
- *   ... in the step function:  pipe_exec_step(&e, &tr, step, st);
+ *   runner_init(&r, NULL, &tr, strategy, 0, 0);    // NULL: the one-stage list
+ *   train_run(&tr, runner_step, &r);                // or a step function that calls it
+ *
+ * What a chapter plugs in:
+ *   the schedule   which micro-batch runs through which chunk when, and the
+ *                  messages between stages;
+ *   the strategy   the gradient synchronisation over the data-parallel
+ *                  ranks (grad_sync.h: DDP's buckets; 04_fsdp: ZeRO-1/2/3 and
+ *                  hybrid sharding), called at the points the schedule
+ *                  defines: the step's start, before and after every
+ *                  backward (with "is this its chunk's last backward of the
+ *                  step"), the step's end;
+ *   seam counters  seconds of blocking communication inside the units
+ *                  (tensor- and context-parallel seams: runner_add_seam), so
+ *                  that compute time leaves them out;
+ *   unit hooks     on the model itself (ZeRO-3's weight gathering, the
+ *                  recomputation meter, the seams).
  *
  * Per action:
  *   RECV  post the receive: an activation lands straight in the input of a
@@ -18,6 +36,8 @@
  *   SEND  post the send of the chunk's output, or of that input gradient
  * Messages between two computes are posted as one group (comm_group_begin),
  * so a schedule that passes the checker cannot deadlock on NCCL either.
+ * Micro-batch objects follow tr->recompute; chunk 0's pool starts with
+ * tr->acts when train_model built it (one stage: the only object used).
  *
  * Waiting sleeps: a rank that waits for a neighbour polls its request every
  * 20 us and sleeps in between (nanosleep), instead of spinning inside MPI,
@@ -26,37 +46,44 @@
  * On the CPU, MPI moves a message only inside MPI calls, so a unit hook also
  * progresses the messages in flight after every layer.
  *
- * What it measures, per step: busy time (forward and backward compute),
+ * What it measures, per step: busy time (forward and backward compute, less
+ * the strategy's exposed communication and the seams' time inside them),
  * idle time (waiting for a message, for a send to complete, and at the end
  * for the whole pipeline to drain: a barrier over the stages, polled the same
  * way), the step's span; each action's start and end; the activations held
  * at the peak; with `time_units`, each layer's forward and backward time
  * (for replays at other stage counts). On a GPU, `sync` makes the host wait
  * for the device after each action (and unit) so that host clocks time the
- * device's work; without it the executor only queues work. */
-#ifndef EXECUTOR_H
-#define EXECUTOR_H
+ * device's work; without it the runner only queues work. */
+#ifndef RUNNER_H
+#define RUNNER_H
 
 #include <mpi.h>
 
 #include "comm.h"
 #include "grad_sync.h"
 #include "model.h"
-#include "schedule.h"
+#include "actions.h"
 #include "train.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+enum { RUNNER_SEAMS = 4 };
+
 typedef struct {
     const pipe_schedule_t *s;
+    pipe_schedule_t one_stage;  /* s when runner_init got none */
     int stage;                 /* this rank's stage: its rank in comm */
     model_t *m;
     comm_t *comm;              /* the pipeline communicator (stage neighbours: rank +- 1) */
-    grad_sync_t *gs;           /* data-parallel gradient sync, or NULL */
+    grad_strategy_t gs;        /* data-parallel gradient synchronisation (ctx NULL: none) */
+    const double *seam[RUNNER_SEAMS];   /* seconds of blocking communication inside units */
+    int nseams;
     const device_t *dev;
-    int recompute_every, selective;
+    model_recompute_t keep;    /* what the micro-batch objects keep */
+    model_acts_t *borrowed;    /* tr->acts in chunk 0's pool (not freed here), or NULL */
     int sync, time_units;
     size_t msg_elems, msg_bytes;   /* one activation or gradient message */
     int n;                     /* actions in this stage's list */
@@ -64,7 +91,8 @@ typedef struct {
     int *in_action;            /* (n) compute: index of its input's RECV, or -1 */
     int *act_send;             /* (n) BWD: index of the SEND of its forward's output, or -1 */
     int *sends_grad;           /* (n) BWD: its input gradient is sent */
-    int *sync_mode;            /* (n) BWD: 0 no_sync, 1 first synchronised, 2 later ones */
+    int *last_bwd;             /* (n) BWD: the last backward of its chunk in the step: 1, and 2
+                                  for the first such of the step; 0 otherwise */
     /* per step */
     comm_req_t *req;           /* (n) */
     void **send_buf;           /* (n) SEND of a gradient: its buffer */
@@ -84,24 +112,31 @@ typedef struct {
     int held, held_peak;       /* chunk micro-batches held now, at the peak */
     double held_bytes, held_bytes_peak;
     double busy, idle, span, sent;   /* this step */
+    double sync_s;             /* this step: the strategy's exposed communication */
     int steps, timed;          /* steps run, steps in the sums (all but the first) */
     double sum_busy, sum_idle, sum_span, sum_sent;
     double *sum_fwd, *sum_bwd;     /* (V) per chunk */
     double *unit_s[2];         /* (n_units) forward, backward (recomputation included) */
     double unit_t;
     int track;                 /* trace track */
-} pipe_exec_t;
+} runner_t;
 
-/* Set up the executor for `stage` of schedule s (comm->rank must be the
- * stage, comm->size s->P). Adds a unit hook to m. */
-void pipe_exec_init(pipe_exec_t *e, const pipe_schedule_t *s, model_t *m, comm_t *comm,
-                    grad_sync_t *gs, int recompute_every, int selective, int sync, int time_units);
-/* One optimizer step's forward and backward passes: zeroes the gradients,
- * runs the list, waits for the sends, synchronises the data-parallel
- * gradients, waits for the pipeline to drain. Fills st (loss on the last
- * stage, fwd_s, bwd_s, bubble_s = idle, exposed_s). */
-void pipe_exec_step(pipe_exec_t *e, train_t *tr, long step, train_step_t *st);
-void pipe_exec_free(pipe_exec_t *e);
+/* Set up the runner of tr->model for this rank's stage of schedule s (the
+ * stage is its rank in tr->axis[AXIS_PP], which has s->P ranks; NULL: the
+ * one-stage list of tr->o.micro micro-batches); gs.ctx may be NULL (nothing
+ * to synchronise: (grad_strategy_t){0}). Adds a unit hook to the model. */
+void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strategy_t gs, int sync,
+                 int time_units);
+/* Blocking communication inside the units: *seconds grows by its time. */
+void runner_add_seam(runner_t *e, const double *seconds);
+/* One optimizer step's forward and backward passes: zeroes the gradients
+ * (and the strategy's step_begin), runs the list, waits for the sends, ends
+ * the strategy's synchronisation, waits for the pipeline to drain. Fills st:
+ * loss (the head's chunk, where model_counts_loss), fwd_s, bwd_s (compute
+ * only), exposed_s (the strategy's and the seams'), bubble_s (idle time of a
+ * pipeline schedule; -1 for the one-stage list). */
+void runner_step(train_t *tr, void *runner, long step, train_step_t *st);   /* a train_step_fn */
+void runner_free(runner_t *e);
 
 /* Every stage's measurements, means over the steps after the first and over
  * the data-parallel replicas, on every rank (collective over world). */
@@ -116,17 +151,17 @@ typedef struct {
     int *bufs;                     /* (P) message buffers made */
     double sent;                   /* bytes per step sent between stages, all stages of one replica */
     double **t0, **t1;             /* (P)(n) the last step's actions (replica 0), from its start */
-} pipe_report_t;
+} runner_report_t;
 
-void pipe_exec_report(const pipe_exec_t *e, MPI_Comm world, int replicas, int replica,
-                      pipe_report_t *r);
-void pipe_report_free(pipe_report_t *r);
+void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
+                      runner_report_t *r);
+void runner_report_free(runner_report_t *r);
 
 /* Replay costs for P stages x V chunks of the same model built from the
  * measured times: L / (P V) layers of the mean measured layer time, plus the
  * embedding on virtual stage 0 and the head on the last; fwd and bwd must
  * hold P V entries. Needs L % (P V) == 0. */
-void pipe_costs_from_layers(const pipe_report_t *r, int P, int V, double *fwd, double *bwd);
+void pipe_costs_from_layers(const runner_report_t *r, int P, int V, double *fwd, double *bwd);
 
 #ifdef __cplusplus
 }
