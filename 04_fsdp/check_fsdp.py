@@ -3,7 +3,8 @@
 report, computed again here from the model's shape and the run's flags.
 
     check_fsdp.py LOG CSV [the run's flags: --zero Z --shard K --dtype D --micro M
-                           --prefetch K --reshard-after-forward on|off --no-overlap
+                           --prefetch K --reshard-after-forward on|off
+                           --reshard-after-backward on|off --no-overlap
                            --node-size G --inter-gbps B --inter-us A]
 
 From the header (model shape, world size) this script lays out the units
@@ -52,6 +53,7 @@ def main():
     micro = int(flag(args, "--micro", "1"))
     prefetch = int(flag(args, "--prefetch", "1"))
     reshard = flag(args, "--reshard-after-forward", "on") == "on"
+    kept = flag(args, "--reshard-after-backward", "on") == "off"   # every unit gathered once per step
     overlap = "--no-overlap" not in args
 
     layer = 2 * C + C * H * hd + 2 * C * KV * hd + H * hd * C + 3 * C * F
@@ -64,7 +66,7 @@ def main():
     # what each kind holds (bytes per rank)
     rs = min(U, 2 if overlap else 1)
     gslots = (min(U, 3) if overlap else 1) if zero >= 2 and N > 1 else 0
-    wslots = (min(U, 1 + prefetch) if reshard else U) if zero == 3 else 0
+    wslots = (min(U, 1 + prefetch) if reshard and not kept else U) if zero == 3 else 0
     kind = {"params": 0, "grads": 0, "optim": 0, "comm": 0}
     if zero == 0:
         kind.update(params=w * P, grads=4 * P, optim=12 * P, comm=2 * P if w == 2 and N > 1 else 0)
@@ -91,6 +93,8 @@ def main():
         if N > 1:
             sent["reduce-scatter"] = (1 if zero == 1 else micro) * (N - 1) * S * w
             if zero <= 2:
+                sent["all-gather"] = (N - 1) * S * w
+            elif kept:
                 sent["all-gather"] = (N - 1) * S * w
             else:
                 back = S - per[-1] if reshard else 0
@@ -167,7 +171,7 @@ def main():
         for u in range(U):
             piece = per[u] * w
             if N > 1 and shard_x:
-                gathers = 1 if zero <= 2 else micro * (1 + (reshard and u != U - 1))
+                gathers = 1 if zero <= 2 or kept else micro * (1 + (reshard and u != U - 1))
                 link += (gathers + (1 if zero == 1 else micro)) * (N - 1) * step(piece)
             if R > 1 and rep_x:
                 link += 2 * (R - 1) * step(piece / R)

@@ -82,6 +82,8 @@ enum { NX_TP, NX_CP, NX_PP, NX_DP, NX };   /* the causes, in mesh order (pp: the
 
 typedef struct {
     int tp, cp, pp, dp, virt, sp, no_balance, dry_run;
+    pipe_kind_t kind;
+    int V;                   /* chunks per stage */
     const char *schedule, *cp_algo, *recompute, *preset, *bench_csv;
     fsdp_opts_t fo;
     cp_algo_t algo;
@@ -158,8 +160,7 @@ static void dry_run(train_t *tr, nd_t *p) {
                  .recompute = p->policy.keep.selective ? RECOMPUTE_SELECTIVE : p->policy.keep.every ? RECOMPUTE_FULL : RECOMPUTE_NONE};
     double tokens = (double)tr->mb * c->seq / p->cp;
     /* micro-batches in flight at the peak: the schedule's promise (07_pipeline) */
-    pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p->schedule);
-    int held = pipe_inflight_bound(kind, P, M, V, stage);
+    int held = pipe_inflight_bound(p->kind, P, M, V, stage);
     double layer_acts = cost_acts_per_layer(c, &par, tokens);
     int kept = p->policy.keep.every ? (s->per_chunk + p->policy.keep.every - 1) / p->policy.keep.every : s->per_chunk;
     double acts = p->policy.keep.every ? held * (kept * tokens * c->dim * es / (p->sp ? p->tp : 1) + layer_acts * p->policy.keep.every)
@@ -285,6 +286,93 @@ static void apply_preset(train_t *tr, int argc, char **argv) {
         }
 }
 
+/* ---- the steps of main ------------------------------------------------------------------ */
+/* The mesh and the schedule's parameters, checked on every rank before
+ * anything is built. */
+static void check_mesh(train_t *tr, nd_t *p) {
+    int world = tr->dist.world, L = tr->cfg.layers, M = tr->o.micro;
+    long inner = (long)p->tp * p->cp * p->pp;
+    if (p->dp == 0) {
+        if (world % inner) usage_error("--tp %d x --cp %d x --pp %d = %ld ranks does not divide the world of %d",
+                                       p->tp, p->cp, p->pp, inner, world);
+        p->dp = (int)(world / inner);
+    }
+    if (inner * p->dp != world)
+        usage_error("--tp %d x --cp %d x --pp %d x --dp %d = %ld ranks, but the world has %d", p->tp, p->cp, p->pp,
+                    p->dp, inner * p->dp, world);
+    if (p->sp && p->tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
+    p->kind = (pipe_kind_t)pipe_kind_parse(p->schedule);
+    p->V = p->virt ? p->virt : p->kind == PIPE_INTERLEAVED ? 2 : 1;
+    char why[300];
+    if (pipe_schedule_valid(p->kind, p->pp, M, p->V, why, sizeof why)) usage_error("%s", why);
+    if (L % (p->pp * p->V))
+        usage_error("%d layers do not cut into %d stage%s x %d chunk%s of equal size", L, p->pp,
+                    p->pp == 1 ? "" : "s", p->V, p->V == 1 ? "" : "s");
+    if (recompute_parse(p->recompute, L / (p->pp * p->V), &p->policy, why, sizeof why)) usage_error("%s", why);
+    p->algo = strcmp(p->cp_algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
+}
+
+/* The communicators, this rank's shard of the model, and the schedule. */
+static void shard(train_t *tr, nd_t *p) {
+    train_setup(tr, p->tp, p->cp, p->pp);
+    if (tr->dp != p->dp) die("the mesh has %d data-parallel ranks, expected %d", tr->dp, p->dp);
+    if (p->V > 1) model_shard_stage(&tr->shard, &tr->cfg, p->pp, tr->mesh.coord[AXIS_PP], p->V);
+    tr->shard.sp = p->sp;
+    tr->shard.cp_balance = !p->no_balance;
+    tr->recompute = p->policy.keep;
+    model_shard_check(&tr->cfg, &tr->shard);
+    if (p->cp > 1) cp_check(&tr->cfg, &tr->shard, p->algo);
+    if (p->sp && ((size_t)tr->mb * tr->cfg.seq / p->cp) % (size_t)p->tp)
+        usage_error("--sp: %d sequence%s x %d tokens per rank do not cut into %d tensor-parallel pieces", tr->mb,
+                    tr->mb == 1 ? "" : "s", tr->cfg.seq / p->cp, p->tp);
+    pipe_schedule_build(&p->s, p->kind, p->pp, tr->o.micro, p->V);
+    char err[300];
+    if (pipe_schedule_check(&p->s, err, sizeof err)) die("the %s schedule fails its check: %s", p->schedule, err);
+}
+
+/* The model, wrapped from the inside out (the list at the top), and the
+ * runner over it. */
+static void compose(train_t *tr, nd_t *p) {
+    model_t *m = &tr->model;
+    if (p->fo.zero) fsdp_init(&p->f, tr, &tr->grad, NULL, &p->fo);   /* builds the model (ZeRO's arrays) */
+    else train_model(tr, MODEL_PARAMS_AND_GRADS);
+    if (p->tp > 1) tp_init(&p->t, &tr->axis[AXIS_TP], m);             /* 1. seams on the tp axis */
+    if (p->cp > 1) cp_init(&p->c, &tr->axis[AXIS_CP], m, p->algo);     /* 2. attention on the cp axis */
+    const model_recompute_t *k = &p->policy.keep;
+    if (k->every || k->block || k->selective) {                       /* 3. what recomputation costs */
+        recompute_meter_attach(&p->meter, m);
+        p->metered = 1;
+    }
+    grad_strategy_t sync = {0};                                       /* 4. and 5. */
+    if (p->fo.zero) sync = fsdp_strategy(&p->f);   /* reduce-scatters at the backwards (ZeRO-1: each chunk's last) */
+    else if (tr->grad.size > 1) sync = train_ddp(tr, &p->gs, !p->fo.no_overlap);
+    runner_init(&p->run, &p->s, tr, sync, 1, 0);
+    if (p->tp > 1) runner_add_seam(&p->run, &p->t.st.comm_s);
+    if (p->cp > 1) runner_add_seam(&p->run, &p->c.st.comm_s);
+}
+
+/* The header: the mesh and what each axis holds on this rank (rank 0's). */
+static void print_mesh(const train_t *tr, const nd_t *p) {
+    const model_t *m = &tr->model;
+    int L = tr->cfg.layers, V = p->V, M = tr->o.micro;
+    say("nd:      mesh [tp %d, cp %d, pp %d, dp %d] = %d ranks, tp fastest; this rank: tp %d, cp %d, stage %d, "
+        "replica %d\n", p->tp, p->cp, p->pp, tr->dp, tr->dist.world, tr->mesh.coord[AXIS_TP],
+        tr->mesh.coord[AXIS_CP], tr->mesh.coord[AXIS_PP], tr->dp_rank);
+    say("tp:      %d rank%s: %d of %d heads, %d kv head%s, ffn %d of %d, vocabulary %d of %d per rank; sequence "
+        "parallelism %s\n", p->tp, p->tp == 1 ? "" : "s", m->H, tr->cfg.heads, m->KV, m->KV == 1 ? "" : "s", m->F,
+        tr->cfg.ffn, m->V, tr->cfg.vocab, p->sp ? "on" : "off");
+    say("cp:      %d rank%s, %s attention, %d of %d tokens of each sequence per rank (%s)\n", p->cp,
+        p->cp == 1 ? "" : "s", p->cp > 1 ? p->cp_algo : "local", m->T, tr->cfg.seq,
+        m->nck == 2 ? "balanced: chunks i and 2C-1-i" : "in order");
+    say("pp:      %s schedule, %d stage%s x %d chunk%s of %d layer%s, %d micro-batches of %d sequence%s\n",
+        p->schedule, p->pp, p->pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p->pp * V),
+        L / (p->pp * V) == 1 ? "" : "s", M, tr->mb, tr->mb == 1 ? "" : "s");
+    say("dp:      %d rank%s in the context x data group (cp %d x dp %d): %s; recompute %s\n", tr->grad.size,
+        tr->grad.size == 1 ? "" : "s", p->cp, tr->dp,
+        p->fo.zero ? fsdp_stage_name(p->fo.zero) : tr->grad.size > 1 ? "gradients all-reduced in buckets after "
+        "each stage's last backward" : "nothing to sum", p->policy.name);
+}
+
 int main(int argc, char **argv) {
     nd_t p = {.tp = 1, .cp = 1, .pp = 1, .schedule = "1f1b", .cp_algo = "ring", .recompute = "none",
               .fo = FSDP_OPTS_DEFAULT};
@@ -320,84 +408,15 @@ int main(int argc, char **argv) {
     train_init(&tr, &argc, &argv, &prog);
     args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
 
-    /* the mesh, checked before anything is built */
-    int world = tr.dist.world, L = tr.cfg.layers, M = tr.o.micro;
-    long inner = (long)p.tp * p.cp * p.pp;
-    if (p.dp == 0) {
-        if (world % inner) usage_error("--tp %d x --cp %d x --pp %d = %ld ranks does not divide the world of %d",
-                                       p.tp, p.cp, p.pp, inner, world);
-        p.dp = (int)(world / inner);
-    }
-    if (inner * p.dp != world)
-        usage_error("--tp %d x --cp %d x --pp %d x --dp %d = %ld ranks, but the world has %d", p.tp, p.cp, p.pp,
-                    p.dp, inner * p.dp, world);
-    if (p.sp && p.tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
-    pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p.schedule);
-    int V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
-    char why[300];
-    if (pipe_schedule_valid(kind, p.pp, M, V, why, sizeof why)) usage_error("%s", why);
-    if (L % (p.pp * V))
-        usage_error("%d layers do not cut into %d stage%s x %d chunk%s of equal size", L, p.pp, p.pp == 1 ? "" : "s",
-                    V, V == 1 ? "" : "s");
-    if (recompute_parse(p.recompute, L / (p.pp * V), &p.policy, why, sizeof why)) usage_error("%s", why);
-    p.algo = strcmp(p.cp_algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
-
-    train_setup(&tr, p.tp, p.cp, p.pp);
-    if (tr.dp != p.dp) die("the mesh has %d data-parallel ranks, expected %d", tr.dp, p.dp);
-    if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, p.pp, tr.mesh.coord[AXIS_PP], V);
-    tr.shard.sp = p.sp;
-    tr.shard.cp_balance = !p.no_balance;
-    tr.recompute = p.policy.keep;
-    model_shard_check(&tr.cfg, &tr.shard);
-    if (p.cp > 1) cp_check(&tr.cfg, &tr.shard, p.algo);
-    if (p.sp && ((size_t)tr.mb * tr.cfg.seq / p.cp) % (size_t)p.tp)
-        usage_error("--sp: %d sequence%s x %d tokens per rank do not cut into %d tensor-parallel pieces", tr.mb,
-                    tr.mb == 1 ? "" : "s", tr.cfg.seq / p.cp, p.tp);
-    pipe_schedule_build(&p.s, kind, p.pp, M, V);
+    check_mesh(&tr, &p);
+    shard(&tr, &p);
     if (p.dry_run) {
         dry_run(&tr, &p);
         pipe_schedule_free(&p.s);
         usage_exit_ok();
     }
-
-    /* the model, wrapped from the inside out */
-    model_t *m = &tr.model;
-    if (p.fo.zero) fsdp_init(&p.f, &tr, &tr.grad, NULL, &p.fo);   /* builds the model (ZeRO's arrays) */
-    else train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    if (p.tp > 1) tp_init(&p.t, &tr.axis[AXIS_TP], m);              /* 1. seams on the tp axis */
-    if (p.cp > 1) cp_init(&p.c, &tr.axis[AXIS_CP], m, p.algo);      /* 2. attention on the cp axis */
-    if (p.policy.keep.every || p.policy.keep.block || p.policy.keep.selective) {   /* 3. what recomputation costs */
-        recompute_meter_attach(&p.meter, m);
-        p.metered = 1;
-    }
-    grad_strategy_t sync = {0};                                        /* 4. and 5. */
-    if (p.fo.zero) {
-        sync = fsdp_strategy(&p.f);   /* reduce-scatters at each stage's backwards (ZeRO-1: its last) */
-    } else if (tr.grad.size > 1) {
-        sync = train_ddp(&tr, &p.gs, !p.fo.no_overlap);
-    }
-    char err[300];
-    if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
-    runner_init(&p.run, &p.s, &tr, sync, 1, 0);
-    if (p.tp > 1) runner_add_seam(&p.run, &p.t.st.comm_s);
-    if (p.cp > 1) runner_add_seam(&p.run, &p.c.st.comm_s);
-
-    say("nd:      mesh [tp %d, cp %d, pp %d, dp %d] = %d ranks, tp fastest; this rank: tp %d, cp %d, stage %d, "
-        "replica %d\n", p.tp, p.cp, p.pp, tr.dp, world, tr.mesh.coord[AXIS_TP], tr.mesh.coord[AXIS_CP],
-        tr.mesh.coord[AXIS_PP], tr.dp_rank);
-    say("tp:      %d rank%s: %d of %d heads, %d kv head%s, ffn %d of %d, vocabulary %d of %d per rank; sequence "
-        "parallelism %s\n", p.tp, p.tp == 1 ? "" : "s", m->H, tr.cfg.heads, m->KV, m->KV == 1 ? "" : "s", m->F,
-        tr.cfg.ffn, m->V, tr.cfg.vocab, p.sp ? "on" : "off");
-    say("cp:      %d rank%s, %s attention, %d of %d tokens of each sequence per rank (%s)\n", p.cp,
-        p.cp == 1 ? "" : "s", p.cp > 1 ? p.cp_algo : "local", m->T, tr.cfg.seq,
-        m->nck == 2 ? "balanced: chunks i and 2C-1-i" : "in order");
-    say("pp:      %s schedule, %d stage%s x %d chunk%s of %d layer%s, %d micro-batches of %d sequence%s\n",
-        p.schedule, p.pp, p.pp == 1 ? "" : "s", V, V == 1 ? "" : "s", L / (p.pp * V),
-        L / (p.pp * V) == 1 ? "" : "s", M, tr.mb, tr.mb == 1 ? "" : "s");
-    say("dp:      %d rank%s in the context x data group (cp %d x dp %d): %s; recompute %s\n", tr.grad.size,
-        tr.grad.size == 1 ? "" : "s", p.cp, tr.dp,
-        p.fo.zero ? fsdp_stage_name(p.fo.zero) : tr.grad.size > 1 ? "gradients all-reduced in buckets after "
-        "each stage's last backward" : "nothing to sum", p.policy.name);
+    compose(&tr, &p);
+    print_mesh(&tr, &p);
     if (p.fo.zero) train_optimizer(&tr, p.f.pieces, p.f.n_units, p.f.S);
     else train_optimizer(&tr, NULL, 0, 0);
     p.inner_note = tr.step_note;

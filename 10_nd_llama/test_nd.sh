@@ -31,7 +31,10 @@ same)  # NP "FLAGS A" "FLAGS B": two runs on NP ranks end with bit-identical los
     np=$2; read -r -a fa <<<"$3"; read -r -a fb <<<"$4"
     run "$np" "$dir/a.log" "${TINY[@]}" --steps 6 "${fa[@]}" --save-final "$dir/a.bin"
     run "$np" "$dir/b.log" "${TINY[@]}" --steps 6 "${fb[@]}" --save-final "$dir/b.bin"
-    grep '^dp:\|^recompute' "$dir/a.log" || true
+    grep '^dp:\|^mean' "$dir/a.log" "$dir/b.log"
+    if [[ " ${fa[*]} " == *" --recompute "* ]] && ! grep -q '^mean of steps.*HFU' "$dir/a.log"; then
+        echo "error: the run with --recompute recomputed nothing (no HFU beside MFU)"; exit 1
+    fi
     ./build/tests/compare "$dir/a.bin" "$dir/b.bin" --exact
     ;;
 formulas)  # NP "MESH FLAGS" [FLAGS...]: the step notes, causes, bytes, CSV and bench row against their sums and formulas
