@@ -3,7 +3,7 @@
  * Every op takes the device first and device pointers after it. A backend
  * is a table of the ops (ops_t below): ops_cpu in ops_cpu.c (OpenBLAS and
  * plain loops) and, in a build with USE_CUDA, ops_cuda in ops_cuda.cu
- * (cuBLAS and CUDA kernels). op_X(d, ...) calls the X of d's backend. The
+ * (cuBLAS and CUDA kernels, one ops_cuda_<kind>.cu per kind of layer). op_X(d, ...) calls the X of d's backend. The
  * two backends implement the SAME semantics, written down here;
  * they may differ only in the order of floating-point sums (and FMA
  * contraction), and where an op says so in intermediate roundings (bf16

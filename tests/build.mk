@@ -34,7 +34,10 @@ $(EMU_REWRITE): tests/cuda_emu/rewrite_shared.cc
 	@mkdir -p $(@D)
 	$(call say,CXX,$@)g++ -std=c++17 -O1 -Wall $< -o $@
 
-$(EMU)/%.cuh: %.cuh $(EMU_REWRITE)
+# A static pattern rule: the rewritten headers are named targets, so make
+# builds a new one before an existing .cu.cc compiles (with a plain pattern
+# rule, make's built-in %.o: %.cc won over the rule below).
+$(EMU_CUH): $(EMU)/%.cuh: %.cuh $(EMU_REWRITE)
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)$(EMU_REWRITE) $< $@
 

@@ -1,4 +1,4 @@
-/* ops_test.c: every op of ops.h on the emulated GPU (ops_cuda.cu: its
+/* ops_test.c: every op of ops.h on the emulated GPU (ops_cuda*.cu: its
  * kernels and its cuBLAS calls) against the CPU backend (ops_cpu.c) on the
  * same random inputs, in fp32 and bf16, at several shapes chosen to miss the
  * kernels' block sizes (256 threads, 32-lane warps, 64-row attention tiles,
@@ -223,7 +223,7 @@ TEST(cuda_emu_op_rope_matches_cpu_forward_and_inverse) {
 }
 
 /* ---- attention ---------------------------------------------------------------------- */
-/* ops_cuda.cu's flash-attention kernels run for bf16 at head dims 16, 32, 64
+/* ops_cuda_attention.cu's flash-attention kernels run for bf16 at head dims 16, 32, 64
  * and 128 (tiles of 64 queries and 64 keys, 16 query rows per warp); fp32
  * and other head dims take the simple cuBLAS path, and ops_cuda_simple
  * always does. The flash kernels round p and ds to bf16 for their tensor-core
