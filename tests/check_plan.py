@@ -66,8 +66,8 @@ def evaluate(out, args):
     dp = G // (tp * cp * pp)
     shard = dp * cp   # the ranks holding the same weights
     near("parameters (B)", pgpu, P / 1e9, 0.006)
-    if zero == 3:
-        near("weights (GB)", w, (2 * P / shard + 2 * 2 * layer) / 1e9, 0.01, 0.051)
+    if zero == 3:   # gather buffers: the layer and the prefetched one, and in a pipeline the one kept for backward
+        near("weights (GB)", w, (2 * P / shard + (3 if pp > 1 else 2) * 2 * layer) / 1e9, 0.01, 0.051)
     else:
         near("weights (GB)", w, 2 * P / 1e9, 0.01, 0.051)
     near("gradients (GB)", g, (4 * P / shard + 2 * 4 * layer if zero >= 2 else 4 * P) / 1e9, 0.01, 0.051)
