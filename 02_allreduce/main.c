@@ -198,42 +198,50 @@ static void print_rows(const char *label, dtype_t dt, const row_t *rows, int n, 
         "1/beta %.3f GB/s algbw = %.3f GB/s busbw\n", label, fit.alpha_us, bw, bw * factor);
 }
 
-int main(int argc, char **argv) {
-    dist_t d;
-    dist_init(&argc, &argv, &d);
+/* The command line, checked. */
+typedef struct {
+    common_args_t ca;
+    size_t minbytes, maxbytes, chunk;
+    double stepfactor, timeout;
+    int iters, warmup, repeat, root, check, corrupt;
+    const char *op_s, *algo_s;
+    dtype_t dt;
+} options_t;
 
-    common_args_t ca = COMMON_ARGS_DEFAULT;
-    size_t minbytes = 4, maxbytes = 64u << 20, chunk = 512u << 10;   /* fits L2 with room to spare */
-    double stepfactor = 2;
-    int iters = 20, warmup = 5, repeat = 5, root = 0, check_on = 0, check_off = 0, corrupt = 0;
-    double timeout = 60;
-    const char *op_s = "allreduce", *algo_s = "all", *dtype_s = "fp32";
+/* Parse and check the flags; every refusal is one usage_error line. */
+static void parse_options(int argc, char **argv, int world, options_t *o) {
+    *o = (options_t){.ca = COMMON_ARGS_DEFAULT, .minbytes = 4, .maxbytes = 64u << 20,
+                     .chunk = 512u << 10,   /* fits L2 with room to spare */
+                     .stepfactor = 2, .timeout = 60, .iters = 20, .warmup = 5, .repeat = 5,
+                     .op_s = "allreduce", .algo_s = "all"};
+    int check_on = 0, check_off = 0;
+    const char *dtype_s = "fp32";
     arg_t flags[] = {
-        {"op", ARG_CHOICE, &op_s, "collective to measure",
+        {"op", ARG_CHOICE, &o->op_s, "collective to measure",
          "allreduce|reduce_scatter|allgather|broadcast|reduce|scatter|gather|alltoall|all", 0, 0},
-        {"algo", ARG_CHOICE, &algo_s,
+        {"algo", ARG_CHOICE, &o->algo_s,
          "ps: parameter server, tree: binomial, rd: recursive doubling, pairwise: "
          "all-to-all, lib: MPI's or NCCL's own (--comm), all: each the op has",
          "ps|tree|rd|ring|pairwise|lib|all", 0, 0},
         {"dtype", ARG_CHOICE, &dtype_s, "element type", "fp32|bf16", 0, 0},
-        {"minbytes", ARG_BYTES, &minbytes, "smallest size (nccl-tests -b)", NULL, 1, 1099511627776.0},
-        {"maxbytes", ARG_BYTES, &maxbytes, "largest size (nccl-tests -e)", NULL, 1, 1099511627776.0},
-        {"stepfactor", ARG_DOUBLE, &stepfactor, "size multiplier between steps (nccl-tests -f)",
+        {"minbytes", ARG_BYTES, &o->minbytes, "smallest size (nccl-tests -b)", NULL, 1, 1099511627776.0},
+        {"maxbytes", ARG_BYTES, &o->maxbytes, "largest size (nccl-tests -e)", NULL, 1, 1099511627776.0},
+        {"stepfactor", ARG_DOUBLE, &o->stepfactor, "size multiplier between steps (nccl-tests -f)",
          NULL, 1.01, 1024},
-        {"iters", ARG_INT, &iters, "timed calls per size (nccl-tests -n)", NULL, 1, 1e6},
-        {"warmup", ARG_INT, &warmup, "untimed calls before timing (nccl-tests -w)", NULL, 0, 1e6},
-        {"repeat", ARG_INT, &repeat, "times the --iters calls are timed: the median is reported, "
+        {"iters", ARG_INT, &o->iters, "timed calls per size (nccl-tests -n)", NULL, 1, 1e6},
+        {"warmup", ARG_INT, &o->warmup, "untimed calls before timing (nccl-tests -w)", NULL, 0, 1e6},
+        {"repeat", ARG_INT, &o->repeat, "times the --iters calls are timed: the median is reported, "
          "and min and max in the CSV", NULL, 1, 64},
-        {"timeout", ARG_DOUBLE, &timeout, "seconds without progress before the watchdog calls it "
+        {"timeout", ARG_DOUBLE, &o->timeout, "seconds without progress before the watchdog calls it "
          "a hang and stops the run (0: never)", NULL, 0, 1e6},
-        {"root", ARG_INT, &root, "root rank of broadcast, reduce, scatter, gather", NULL, 0, 1e6},
-        {"chunk", ARG_BYTES, &chunk, "pipeline chunk of the hand-written algorithms", NULL, 4,
+        {"root", ARG_INT, &o->root, "root rank of broadcast, reduce, scatter, gather", NULL, 0, 1e6},
+        {"chunk", ARG_BYTES, &o->chunk, "pipeline chunk of the hand-written algorithms", NULL, 4,
          1073741824.0},
         {"check", ARG_FLAG, &check_on, "exact check of every element (the default)", NULL, 0, 0},
         {"no-check", ARG_FLAG, &check_off, "skip the check (nccl-tests -c 0)", NULL, 0, 0},
-        {"corrupt", ARG_FLAG, &corrupt,
+        {"corrupt", ARG_FLAG, &o->corrupt,
          "change one result element per size before the check, to see it fail", NULL, 0, 0},
-        COMMON_ARGS(ca),
+        COMMON_ARGS(o->ca),
     };
     args_parse(argc, argv, "02_allreduce/allreduce",
                "Collective communication benchmark in the style of nccl-tests: hand-written\n"
@@ -242,151 +250,214 @@ int main(int argc, char **argv) {
                "prediction for each algorithm from a ping-pong measurement of the link.",
                flags, ARRAY_LEN(flags));
     if (check_on && check_off) usage_error("--check and --no-check contradict each other");
-    if (corrupt && check_off) usage_error("--corrupt needs the check (drop --no-check)");
-    if (minbytes > maxbytes)
-        usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", minbytes, maxbytes);
-    if (root >= d.world) usage_error("--root %d is not a rank (world %d)", root, d.world);
-    args_check_output(MPI_COMM_WORLD, "csv", ca.csv, CSV_HEADER);   /* before any work */
-    dtype_t dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
-    test_knobs();
-    watchdog_start(timeout, "--timeout");
+    if (o->corrupt && check_off) usage_error("--corrupt needs the check (drop --no-check)");
+    if (o->minbytes > o->maxbytes)
+        usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", o->minbytes, o->maxbytes);
+    if (o->root >= world) usage_error("--root %d is not a rank (world %d)", o->root, world);
+    args_check_output(MPI_COMM_WORLD, "csv", o->ca.csv, CSV_HEADER);   /* before any work */
+    o->dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
+    o->check = !check_off;
+}
 
-    /* every (op, algo) pair asked for must exist */
-    int all_ops = strcmp(op_s, "all") == 0;
+static int op_selected(const options_t *o, int op) {
+    return strcmp(o->op_s, "all") == 0 || strcmp(o->op_s, bench_ops[op].name) == 0;
+}
+
+/* Every (op, algo) pair asked for must exist. */
+static void check_algos_exist(const options_t *o) {
     for (int op = 0; op < OPS; op++) {
-        if (!all_ops && strcmp(op_s, bench_ops[op].name) != 0) continue;
+        if (!op_selected(o, op)) continue;
         int found = 0;
         char have[96] = "";
         for (int i = 0; i < bench_nalgos; i++) {
             if (bench_algos[i].op != (op_id)op) continue;
-            found |= algo_matches(&bench_algos[i], algo_s);
+            found |= algo_matches(&bench_algos[i], o->algo_s);
             strncat(have, " ", sizeof have - strlen(have) - 1);
             strncat(have, bench_algos[i].name, sizeof have - strlen(have) - 1);
         }
-        if (!found && !all_ops)
-            usage_error("--algo %s does not implement %s (it has:%s)", algo_s, op_s, have);
+        if (!found && strcmp(o->op_s, "all") != 0)
+            usage_error("--algo %s does not implement %s (it has:%s)", o->algo_s, o->op_s, have);
     }
+}
 
-    device_t dev;
-    device_init(&dev, ca.device, d.local_rank, d.local_world, ca.threads);
-    comm_t cm;
-    comm_init(&cm, MPI_COMM_WORLD, ca.comm, &dev);
-    harness_t h;
-    memset(&h, 0, sizeof h);
-    h.dev = &dev;
-    h.x.lib = &cm;
-    h.iters = iters;
-    h.warmup = warmup;
-    h.repeat = repeat;
-    h.check = !check_off;
-    h.corrupt = corrupt;
-    p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
-    h.chunk = h.x.p2p.chunk * dtype_size(dt);
-    h.dsend.on_dev = h.drecv.on_dev = 1;
-    const char *lib_name = comm_backend_name(cm.backend);
+static void harness_init(harness_t *h, const device_t *dev, comm_t *cm, const options_t *o) {
+    memset(h, 0, sizeof *h);
+    h->dev = dev;
+    h->x.lib = cm;
+    h->iters = o->iters;
+    h->warmup = o->warmup;
+    h->repeat = o->repeat;
+    h->check = o->check;
+    h->corrupt = o->corrupt;
+    p2p_init(&h->x.p2p, MPI_COMM_WORLD, o->dt, o->chunk);
+    h->chunk = h->x.p2p.chunk * dtype_size(o->dt);
+    h->dsend.on_dev = h->drecv.on_dev = 1;
+}
 
-    FILE *csv = NULL;
-    if (ca.csv && d.rank == 0) csv = csv_open(ca.csv, CSV_HEADER);
+static void harness_free(harness_t *h) {
+    free(h->hsend.p); free(h->hrecv.p);
+    if (h->dsend.p) dev_free(h->dev, h->dsend.p);
+    if (h->drecv.p) dev_free(h->dev, h->drecv.p);
+    p2p_destroy(&h->x.p2p);
+}
 
+static void print_header(const dist_t *d, const device_t *dev, const char *lib_name, const options_t *o) {
     say("# 02_allreduce: %d rank%s on %d node%s | device %s (%s) | lib = %s | dtype %s\n",
-        d.world, d.world == 1 ? "" : "s", d.nodes, d.nodes == 1 ? "" : "s",
-        dev.kind == DEV_CUDA ? "cuda" : "cpu", dev.name, lib_name, dtype_name(dt));
+        d->world, d->world == 1 ? "" : "s", d->nodes, d->nodes == 1 ? "" : "s",
+        dev->kind == DEV_CUDA ? "cuda" : "cpu", dev->name, lib_name, dtype_name(o->dt));
     say("# sizes %zu..%zu B x %g | iters %d, warmup %d, repeat %d (median; spread = (max - min) / "
-        "median) | check %s | chunk %zu B\n", minbytes, maxbytes, stepfactor, iters, warmup, repeat,
-        h.check ? "exact" : "off", chunk);
-    if (dev.kind == DEV_CUDA)
+        "median) | check %s | chunk %zu B\n", o->minbytes, o->maxbytes, o->stepfactor, o->iters,
+        o->warmup, o->repeat, o->check ? "exact" : "off", o->chunk);
+    if (dev->kind == DEV_CUDA)
         say("# hand-written algorithms run on host memory over MPI; lib runs on GPU buffers\n");
+}
+
+/* The ping-pong of ranks 0 and 1 that the model column stands on. */
+static void measure_link(harness_t *h, int rank) {
     /* only the two ranks in it watch it: the others wait for its result, however long a
      * busy machine makes it, and a hang in it is seen by the two */
-    if (d.rank < 2) bench_doing("the ping-pong between ranks 0 and 1");
-    h.link = bench_pingpong(&h.x.p2p, 20);
-    if (h.link.ok)
+    if (rank < 2) bench_doing("the ping-pong between ranks 0 and 1");
+    h->link = bench_pingpong(&h->x.p2p, 20);
+    if (h->link.ok)
         say("# link: ping-pong of ranks 0 and 1, 4 B..4 MiB: alpha %.2f us, 1/beta %.3f GB/s; the model "
-            "column is the alpha-beta cost of each algorithm on such links\n", h.link.alpha_us,
-            h.link.beta_us_per_byte > 0 ? 1e-3 / h.link.beta_us_per_byte : INFINITY);
+            "column is the alpha-beta cost of each algorithm on such links\n", h->link.alpha_us,
+            h->link.beta_us_per_byte > 0 ? 1e-3 / h->link.beta_us_per_byte : INFINITY);
+}
 
-    /* requested element totals: minbytes x stepfactor^i, floored to whole elements */
-    size_t es = dtype_size(dt);
-    int nsizes = 0, cap = 64;
+/* The requested element totals: minbytes x stepfactor^i, floored to whole
+ * elements, repeats dropped. */
+static size_t *sweep_totals(const options_t *o, int *nsizes) {
+    size_t es = dtype_size(o->dt);
+    int n = 0, cap = 64;
     size_t *totals = xmalloc(sizeof(size_t) * (size_t)cap);
-    for (double b = (double)minbytes; b <= (double)maxbytes * (1 + 1e-12); b *= stepfactor) {
+    for (double b = (double)o->minbytes; b <= (double)o->maxbytes * (1 + 1e-12); b *= o->stepfactor) {
         size_t t = (size_t)(b / (double)es);
         if (t == 0) t = 1;
-        if (nsizes && totals[nsizes - 1] == t) continue;
-        if (nsizes == cap) totals = realloc(totals, sizeof(size_t) * (size_t)(cap *= 2));
+        if (n && totals[n - 1] == t) continue;
+        if (n == cap) totals = realloc(totals, sizeof(size_t) * (size_t)(cap *= 2));
         if (!totals) die("out of memory");
-        totals[nsizes++] = t;
+        totals[n++] = t;
     }
+    *nsizes = n;
+    return totals;
+}
 
-    row_t *rows = xmalloc(sizeof(row_t) * (size_t)nsizes);
-    double *xs = xmalloc(sizeof(double) * (size_t)nsizes), *ts = xmalloc(sizeof(double) * (size_t)nsizes);
+/* One sweep of the sizes: the sizes, their rows and the fit's points. */
+typedef struct {
+    size_t *totals;
+    int nsizes;
+    row_t *rows;
+    double *xs, *ts;
+} sweep_t;
+
+/* One algorithm over every size; returns the rows measured. */
+static int sweep_algo(harness_t *h, const options_t *o, const dist_t *d, const algo_t *a, sweep_t *s) {
+    int n = 0;
+    size_t last = 0;
+    for (int si = 0; si < s->nsizes; si++) {
+        bench_case_t c;
+        bench_case_init(&c, a->op, s->totals[si], d->rank, d->world, o->root, o->dt,
+                        (uint32_t)o->ca.seed);
+        if (c.bytes == last) continue;   /* sizes that round to the same shape */
+        last = c.bytes;
+        if (si == 0 && h->check && !bench_check_possible(&c))
+            say("#   exact check impossible: bf16 sums over %d ranks exceed 256\n", d->world);
+        s->rows[n] = measure(h, a, &c);
+        s->xs[n] = (double)s->rows[n].bytes;
+        s->ts[n] = s->rows[n].time_us;
+        n++;
+    }
+    return n;
+}
+
+static void csv_rows(FILE *csv, const char *path, const char *op, const char *label, int world,
+                     dtype_t dt, const row_t *rows, int n) {
+    for (int i = 0; i < n; i++)
+        fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld\n", op, label, world,
+                rows[i].bytes, rows[i].count, dtype_name(dt), rows[i].time_us, rows[i].time_min,
+                rows[i].time_max, rows[i].algbw, rows[i].busbw, rows[i].model_us, rows[i].wrong);
+    out_flush(csv, path);
+}
+
+/* Every op and algorithm asked for: the table, the fits and the CSV rows.
+ * Returns the wrong elements over all of them. */
+static long long run_all(harness_t *h, const options_t *o, const dist_t *d, const comm_t *cm,
+                         FILE *csv) {
+    const char *lib_name = comm_backend_name(cm->backend);
+    sweep_t s;
+    s.totals = sweep_totals(o, &s.nsizes);
+    s.rows = xmalloc(sizeof(row_t) * (size_t)s.nsizes);
+    s.xs = xmalloc(sizeof(double) * (size_t)s.nsizes);
+    s.ts = xmalloc(sizeof(double) * (size_t)s.nsizes);
     long long total_wrong = 0;
     for (int op = 0; op < OPS; op++) {
-        if (!all_ops && strcmp(op_s, bench_ops[op].name) != 0) continue;
+        if (!op_selected(o, op)) continue;
         int printed_head = 0;
         for (int ai = 0; ai < bench_nalgos; ai++) {
             const algo_t *a = &bench_algos[ai];
-            if (a->op != (op_id)op || !algo_matches(a, algo_s)) continue;
-            if (!printed_head) print_table_head((op_id)op, d.world, root);
+            if (a->op != (op_id)op || !algo_matches(a, o->algo_s)) continue;
+            if (!printed_head) print_table_head((op_id)op, d->world, o->root);
             printed_head = 1;
             const char *label = a->lib ? lib_name : a->name;
             /* Each algorithm on a communicator of its own: one that is broken
              * (a message sent and never received) cannot feed stray messages
              * to the next, whose rows then stay its own. */
-            p2p_destroy(&h.x.p2p);
-            p2p_init(&h.x.p2p, MPI_COMM_WORLD, dt, chunk);
-            if (a->mpi_host && (cm.backend != COMM_MPI || dev.kind != DEV_CPU)) {
+            p2p_destroy(&h->x.p2p);
+            p2p_init(&h->x.p2p, MPI_COMM_WORLD, o->dt, o->chunk);
+            if (a->mpi_host && (cm->backend != COMM_MPI || h->dev->kind != DEV_CPU)) {
                 say("#   lib %s skipped: NCCL has no %s, and MPI's needs host buffers\n",
                     bench_ops[op].name, bench_ops[op].name);
                 continue;
             }
-            int n = 0;
-            size_t last = 0;
-            for (int si = 0; si < nsizes; si++) {
-                bench_case_t c;
-                bench_case_init(&c, (op_id)op, totals[si], d.rank, d.world, root, dt,
-                                (uint32_t)ca.seed);
-                if (c.bytes == last) continue;   /* sizes that round to the same shape */
-                last = c.bytes;
-                if (si == 0 && h.check && !bench_check_possible(&c))
-                    say("#   exact check impossible: bf16 sums over %d ranks exceed 256\n", d.world);
-                rows[n] = measure(&h, a, &c);
-                if (rows[n].wrong > 0) total_wrong += rows[n].wrong;
-                xs[n] = (double)rows[n].bytes;
-                ts[n] = rows[n].time_us;
-                n++;
-            }
-            ab_fit_t fit = ab_fit(xs, ts, n);
-            print_rows(label, dt, rows, n, fit, bench_ops[op].busbw_factor(d.world));
-            for (int i = 0; csv && i < n; i++)
-                fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld\n",
-                        bench_ops[op].name, label, d.world, rows[i].bytes, rows[i].count,
-                        dtype_name(dt), rows[i].time_us, rows[i].time_min, rows[i].time_max,
-                        rows[i].algbw, rows[i].busbw, rows[i].model_us, rows[i].wrong);
-            if (csv) out_flush(csv, ca.csv);
+            int n = sweep_algo(h, o, d, a, &s);
+            for (int i = 0; i < n; i++)
+                if (s.rows[i].wrong > 0) total_wrong += s.rows[i].wrong;
+            ab_fit_t fit = ab_fit(s.xs, s.ts, n);
+            print_rows(label, o->dt, s.rows, n, fit, bench_ops[op].busbw_factor(d->world));
+            if (csv) csv_rows(csv, o->ca.csv, bench_ops[op].name, label, d->world, o->dt, s.rows, n);
         }
     }
+    free(s.rows); free(s.xs); free(s.ts); free(s.totals);
+    return total_wrong;
+}
 
+/* The closing line and the CSV. */
+static void report(long long total_wrong, int checked, FILE *csv, const char *path) {
     if (total_wrong > 0) say("\n# wrong elements: %lld\n", total_wrong);
-    else say("\n# wrong elements: 0%s\n", h.check ? " (every result exact)" : " (not checked)");
+    else say("\n# wrong elements: 0%s\n", checked ? " (every result exact)" : " (not checked)");
     if (csv) {
-        out_close(csv, ca.csv);
-        say("# rows appended to %s\n", ca.csv);
+        out_close(csv, path);
+        say("# rows appended to %s\n", path);
     }
-    free(rows); free(xs); free(ts); free(totals);
-    free(h.hsend.p); free(h.hrecv.p);
-    if (h.dsend.p) dev_free(&dev, h.dsend.p);
-    if (h.drecv.p) dev_free(&dev, h.drecv.p);
-    p2p_destroy(&h.x.p2p);
+}
+
+int main(int argc, char **argv) {
+    dist_t d;
+    dist_init(&argc, &argv, &d);
+    options_t o;
+    parse_options(argc, argv, d.world, &o);
+    test_knobs();
+    watchdog_start(o.timeout, "--timeout");
+    check_algos_exist(&o);
+
+    device_t dev;
+    device_init(&dev, o.ca.device, d.local_rank, d.local_world, o.ca.threads);
+    comm_t cm;
+    comm_init(&cm, MPI_COMM_WORLD, o.ca.comm, &dev);
+    harness_t h;
+    harness_init(&h, &dev, &cm, &o);
+    FILE *csv = o.ca.csv && d.rank == 0 ? csv_open(o.ca.csv, CSV_HEADER) : NULL;
+    print_header(&d, &dev, comm_backend_name(cm.backend), &o);
+    measure_link(&h, d.rank);
+
+    long long total_wrong = run_all(&h, &o, &d, &cm, csv);
+    report(total_wrong, h.check, csv, o.ca.csv);
+    harness_free(&h);
     comm_destroy(&cm);
     device_finalize(&dev);
-    if (total_wrong > 0) {
-        if (d.rank == 0)
-            fprintf(stderr, "error: %lld elements differ from the exact result (#wrong column)\n",
-                    total_wrong);
-        dist_finalize();
-        return 1;
-    }
+    if (total_wrong > 0 && d.rank == 0)
+        fprintf(stderr, "error: %lld elements differ from the exact result (#wrong column)\n",
+                total_wrong);
     dist_finalize();
-    return 0;
+    return total_wrong > 0;
 }

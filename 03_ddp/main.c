@@ -67,14 +67,12 @@ int main(int argc, char **argv) {
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, runner_step, &ddp.run);
 
-    if (ddp.bench_csv && tr.timed > 0 && tr.dist.rank == 0) {
+    if (ddp.bench_csv && tr.timed > 0) {
         double ms = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
-        FILE *b = csv_open(ddp.bench_csv, BENCH_HEADER);
-        fprintf(b, "%.6g,%s,%d,%d,%.4f,%.3f,%.3f,%.3f,%ld,%.1f,%d\n", tr.o.bucket_mb,
-                ddp.no_overlap ? "off" : "on", tr.dp, ddp.gs.nbuckets,
-                tr.model.size * dtype_size(tr.dtype) / 1e6, ms, ms - ex, ex, tr.global_tokens,
-                tr.global_tokens / (ms / 1e3), tr.dev.threads);
-        out_close(b, ddp.bench_csv);
+        csv_append_row(ddp.bench_csv, BENCH_HEADER, "%.6g,%s,%d,%d,%.4f,%.3f,%.3f,%.3f,%ld,%.1f,%d", tr.o.bucket_mb,
+                       ddp.no_overlap ? "off" : "on", tr.dp, ddp.gs.nbuckets,
+                       tr.model.size * dtype_size(tr.dtype) / 1e6, ms, ms - ex, ex, tr.global_tokens,
+                       tr.global_tokens / (ms / 1e3), tr.dev.threads);
     }
     say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
         tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");

@@ -48,19 +48,17 @@ int main(int argc, char **argv) {
 
     double mem, mem_pred, sent, sent_pred;
     fsdp_report(&f, &mem, &mem_pred, &sent, &sent_pred);
-    if (bench_csv && tr.timed > 0 && tr.dist.rank == 0) {
-        const mem_stats_t *ms = dev_mem();   /* every rank holds the same (tests/fsdp.tests) */
+    if (bench_csv && tr.timed > 0) {
+        const size_t *pk = dev_mem()->peak;   /* every rank holds the same (tests/fsdp.tests) */
         fsdp_mem_t mp;
         fsdp_mem_predict(&f, &mp);
         double ms_step = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
-        FILE *b = csv_open(bench_csv, BENCH_HEADER);
-        fprintf(b, "%d,%d,%s,%d,%s,%s,%d,%zu,%zu,%.3f,%.3f,%.3f,%.4f,%.4f,", fo.zero, f.N, dtype_name(tr.dtype),
-                fo.prefetch, fo.reshard, fo.no_overlap ? "off" : "on", tr.o.micro, model_param_count(&tr.cfg),
-                dtype_size(tr.dtype), ms_step, ms_step - ex, ex, mem / 1e6, mem_pred / 1e6);
-        int kinds[5] = {MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_COMM, MEM_ACTS};
-        for (int i = 0; i < 5; i++) fprintf(b, "%.4f,", (double)ms->peak[kinds[i]] / 1e6);
-        fprintf(b, "%.4f,%.4f,%.4f,%.4f\n", mp.state / 1e6, mp.paper / 1e6, sent / 1e6, sent_pred / 1e6);
-        out_close(b, bench_csv);
+        csv_append_row(bench_csv, BENCH_HEADER, "%d,%d,%s,%d,%s,%s,%d,%zu,%zu,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                       "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", fo.zero, f.N, dtype_name(tr.dtype), fo.prefetch, fo.reshard,
+                       fo.no_overlap ? "off" : "on", tr.o.micro, model_param_count(&tr.cfg), dtype_size(tr.dtype),
+                       ms_step, ms_step - ex, ex, mem / 1e6, mem_pred / 1e6, pk[MEM_PARAMS] / 1e6, pk[MEM_GRADS] / 1e6,
+                       pk[MEM_OPTIM] / 1e6, pk[MEM_COMM] / 1e6, pk[MEM_ACTS] / 1e6, mp.state / 1e6, mp.paper / 1e6,
+                       sent / 1e6, sent_pred / 1e6);
     }
     runner_free(&run);
     fsdp_free(&f);

@@ -126,14 +126,11 @@ int main(int argc, char **argv) {
         say("link:    per step, %.3f MB per rank crossed between nodes (formula %.3f); the slow links add "
             "%.2f ms by alpha-beta (%g us + bytes / %g GB/s per ring step that crosses)\n", cross[0] / 1e6,
             cross[1] / 1e6, link_ms, tr.o.inter_us, tr.o.inter_gbps);
-    if (bench_csv && tr.dist.rank == 0 && tr.timed > 0) {
-        FILE *o = csv_open(bench_csv, BENCH_HEADER);
-        fprintf(o, "%d,%d,%d,%d,%g,%g,%d,%s,%.3f,%.3f,%.4f,%.4f,%.3f,%.4f,%.4f\n", K, tr.dp / K, tr.dist.world,
-                tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0, tr.o.node_size ? tr.o.inter_us : 0,
-                fo.zero, dtype_name(tr.dtype), step_ms, ex, cross[0] / 1e6, cross[1] / 1e6, link_ms, sent / 1e6,
-                mem / 1e6);
-        out_close(o, bench_csv);
-    }
+    if (tr.timed > 0)
+        csv_append_row(bench_csv, BENCH_HEADER, "%d,%d,%d,%d,%g,%g,%d,%s,%.3f,%.3f,%.4f,%.4f,%.3f,%.4f,%.4f", K,
+                       tr.dp / K, tr.dist.world, tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0,
+                       tr.o.node_size ? tr.o.inter_us : 0, fo.zero, dtype_name(tr.dtype), step_ms, ex,
+                       cross[0] / 1e6, cross[1] / 1e6, link_ms, sent / 1e6, mem / 1e6);
     runner_free(&run);
     fsdp_free(&f);
     comm_destroy(&shard);

@@ -131,20 +131,17 @@ static void report(train_t *tr, ckpt_prog_t *p) {
         (mt->rec_layers * per_layer + mt->attn_rec * per_attn) / steps * 1e3, per_layer * 1e3,
         per_attn * 1e3, mt->fwd_s / steps * 1e3, L);
 
-    if (p->bench_csv && tr->timed > 0 && tr->dist.rank == 0) {
+    if (p->bench_csv && tr->timed > 0) {
         double ms = tr->sum_ms / tr->timed, world = tr->dist.world;
         double mfu = tr->peak > 0 ? model_flops / (ms / 1e3) / (world * tr->peak) : NAN;
         double hfu = tr->peak > 0 ? (model_flops + tr->sum_recompute / tr->timed) / (ms / 1e3) / (world * tr->peak) : NAN;
-        FILE *b = csv_open(p->bench_csv, BENCH_HEADER);
-        char name[48];
-        snprintf(name, sizeof name, "%s", p->recompute);
-        fprintf(b, "%s,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                "%.3f,%.6g,%.6g\n", name, p->policy.keep.every, p->policy.keep.block, p->policy.keep.selective, L, tr->dist.world,
-                bytes / 1e6, c.bytes / 1e6, peak / 1e6, (c.bytes + c.scratch) / 1e6, c.input / 1e6, c.layer / 1e6,
-                c.head / 1e6, c.scratch / 1e6, rec_l, rec_a, 100 * extra / model_flops,
-                ms, tr->sum_fwd / tr->timed, tr->sum_bwd / tr->timed, (mt->rec_s + mt->attn_rec_s) / steps * 1e3,
-                (mt->rec_layers * per_layer + mt->attn_rec * per_attn) / steps * 1e3, 100 * mfu, 100 * hfu);
-        out_close(b, p->bench_csv);
+        csv_append_row(p->bench_csv, BENCH_HEADER, "%s,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,"
+                       "%.0f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6g,%.6g", p->recompute, p->policy.keep.every, p->policy.keep.block,
+                       p->policy.keep.selective, L, tr->dist.world, bytes / 1e6, c.bytes / 1e6, peak / 1e6,
+                       (c.bytes + c.scratch) / 1e6, c.input / 1e6, c.layer / 1e6, c.head / 1e6, c.scratch / 1e6, rec_l,
+                       rec_a, 100 * extra / model_flops, ms, tr->sum_fwd / tr->timed, tr->sum_bwd / tr->timed,
+                       (mt->rec_s + mt->attn_rec_s) / steps * 1e3,
+                       (mt->rec_layers * per_layer + mt->attn_rec * per_attn) / steps * 1e3, 100 * mfu, 100 * hfu);
     }
 }
 

@@ -166,14 +166,10 @@ int main(int argc, char **argv) {
         for (int pl = 0; pl < TP_PLACES; pl++)
             for (int ps = 0; ps < 3; ps++) sent += p.last.bytes[pl][ps];
         sent += p.last.grad_bytes;
-        if (tr.dist.rank == 0) {
-            double ms = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
-            FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
-            fprintf(b, "%d,%d,%d,%d,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f\n", p.tp, p.sp, tr.dp,
-                    tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0, tr.o.node_size ? tr.o.inter_us : 0,
-                    ms, ms - ex, ex, tp_ms, sent / 1e6, tr.acts.bytes / 1e6);
-            out_close(b, p.bench_csv);
-        }
+        double ms = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
+        csv_append_row(p.bench_csv, BENCH_HEADER, "%d,%d,%d,%d,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f", p.tp, p.sp,
+                       tr.dp, tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0,
+                       tr.o.node_size ? tr.o.inter_us : 0, ms, ms - ex, ex, tp_ms, sent / 1e6, tr.acts.bytes / 1e6);
     }
     runner_free(&p.run);
     grad_sync_free(&p.gs);

@@ -167,13 +167,9 @@ int main(int argc, char **argv) {
         double sent = p.last.bytes[0] + p.last.bytes[1];
         dist_allreduce(v, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
         dist_allreduce(&sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
-        if (tr.dist.rank == 0) {
-            FILE *b = csv_open(p.bench_csv, BENCH_HEADER);
-            fprintf(b, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f\n",
-                    cp_algo_name[algo], p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed,
-                    v[0], -v[1], v[2], -v[3], v[4], sent / 1e6, v[5] / 1048576.0, tr.acts.bytes / 1048576.0, v[6]);
-            out_close(b, p.bench_csv);
-        }
+        csv_append_row(p.bench_csv, BENCH_HEADER, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f",
+                       cp_algo_name[algo], p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed,
+                       v[0], -v[1], v[2], -v[3], v[4], sent / 1e6, v[5] / 1048576.0, tr.acts.bytes / 1048576.0, v[6]);
     }
     runner_free(&p.run);
     grad_sync_free(&p.gs);

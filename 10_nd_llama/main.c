@@ -212,7 +212,7 @@ static void summary(train_t *tr, nd_t *p) {
     say("cause:   shares compute %.1f%% | tp %.1f%% | cp %.1f%% | dp %.1f%% | bubble %.1f%% | optimizer %.1f%% | "
         "other %.1f%%\n", 100 * (f + b) / ms, 100 * ax[NX_TP] / ms, 100 * ax[NX_CP] / ms, 100 * ax[NX_DP] / ms,
         100 * ax[NX_PP] / ms, 100 * op / ms, 100 * other / ms);
-    if (p->bench_csv && tr->dist.rank == 0) {
+    if (p->bench_csv) {
         double fl = tr->flops_token * tr->global_tokens / (ms / 1e3) / W;
         double hf = fl + tr->sum_recompute / tr->timed / (ms / 1e3) / W;
         char cfg[96];
@@ -222,14 +222,13 @@ static void summary(train_t *tr, nd_t *p) {
         if (p->cp > 1 && p->algo == CP_ULYSSES) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " ulysses");
         if (p->pp > 1 && strcmp(p->schedule, "1f1b")) n += snprintf(cfg + n, sizeof cfg - (size_t)n, " %s", p->schedule);
         if (strcmp(p->policy.name, "none")) snprintf(cfg + n, sizeof cfg - (size_t)n, " rc %s", p->policy.name);
-        FILE *o = csv_open(p->bench_csv, BENCH_HEADER);
-        fprintf(o, "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.6g,%.6g,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f\n",
-                cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo, p->schedule,
-                tr->o.micro, p->s.V,
-                p->policy.name, dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
-                tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
-                ax[NX_DP], f + b, op, tr->global_tokens / (ms / 1e3));
-        out_close(o, p->bench_csv);
+        csv_append_row(p->bench_csv, BENCH_HEADER,
+                       "%s,%d,%d,%d,%d,%d,%d,%s,%s,%d,%d,%s,%s,%.3f,%.6g,%.6g,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f",
+                       cfg, p->tp, p->cp, p->pp, tr->dp, p->fo.zero, p->sp, p->cp_algo,
+                       p->schedule, tr->o.micro, p->s.V, p->policy.name,
+                       dtype_name(tr->dtype), ms, tr->peak > 0 ? 100 * fl / tr->peak : NAN,
+                       tr->peak > 0 ? 100 * hf / tr->peak : NAN, ax[NX_PP] / ms, ax[NX_TP], ax[NX_CP], ax[NX_PP],
+                       ax[NX_DP], f + b, op, tr->global_tokens / (ms / 1e3));
     }
 }
 

@@ -241,237 +241,298 @@ static void parse_eval(const char *s, par_t *p) {
     for (int i = 0; recompute && i < 4; i++) if (!strcmp(recompute, recompute_name[i])) p->recompute = i;
 }
 
-int main(int argc, char **argv) {
-    const char *preset = NULL, *cluster_name = "h100", *eval = NULL, *csv = NULL, *attn_flops = "square";
-    const char *dtype_name = "bf16";
-    int gpus = 0, top = 10, table = 0, seq = 0, node = 0, batch_seqs = 0;
-    double tokens_m = 16, gemm_eff = 0, attn_eff = 0, dp_overlap = -1, tp_overlap = -1, cp_overlap = -1;
-    double intra = 0, inter = 0, intra_us = -1, inter_us = -1, peak_tf = 0, mem_gbs = 0;
-    model_config_t cfg = {0};
+/* The command line. */
+typedef struct {
+    const char *preset, *cluster_name, *eval, *csv, *attn_flops, *dtype_name;
+    int gpus, top, table, seq, node, batch_seqs;
+    double tokens_m, gemm_eff, attn_eff, dp_overlap, tp_overlap, cp_overlap;
+    double intra, inter, intra_us, inter_us, peak_tf, mem_gbs;
+    model_config_t cfg;   /* the shape flags; the preset fills the rest */
+} options_t;
+
+static void parse_options(int argc, char **argv, options_t *o) {
+    *o = (options_t){.cluster_name = "h100", .attn_flops = "square", .dtype_name = "bf16", .top = 10,
+                     .tokens_m = 16, .dp_overlap = -1, .tp_overlap = -1, .cp_overlap = -1,
+                     .intra_us = -1, .inter_us = -1};
     arg_t flags[] = {
-        {"preset", ARG_CHOICE, &preset, "the model", COST_MODEL_CHOICES, 0, 0},
-        {"dim", ARG_INT, &cfg.dim, "or the model by its shape: dimension", NULL, 0, 1e6},
-        {"layers", ARG_INT, &cfg.layers, "layers", NULL, 0, 1e4},
-        {"heads", ARG_INT, &cfg.heads, "heads", NULL, 0, 1e4},
-        {"kv-heads", ARG_INT, &cfg.kv_heads, "key/value heads", NULL, 0, 1e4},
-        {"head-dim", ARG_INT, &cfg.head_dim, "head dimension (0: dim / heads)", NULL, 0, 1e5},
-        {"ffn", ARG_INT, &cfg.ffn, "MLP hidden size", NULL, 0, 1e7},
-        {"vocab", ARG_INT, &cfg.vocab, "vocabulary", NULL, 0, 1e7},
-        {"seq", ARG_INT, &seq, "tokens per sequence (0: the preset's 8192)", NULL, 0, 1e8},
-        {"tokens", ARG_DOUBLE, &tokens_m, "global batch, millions of tokens", NULL, 1e-6, 1e6},
-        {"batch", ARG_INT, &batch_seqs, "or the global batch in sequences (0: from --tokens)", NULL, 0, 1e9},
-        {"dtype", ARG_CHOICE, &dtype_name, "weights and activations (the CPU trainers compute in fp32)", "bf16|fp32", 0, 0},
-        {"gpus", ARG_INT, &gpus, "GPUs", NULL, 0, 1e8},
-        {"cluster", ARG_CHOICE, &cluster_name, "GPU and links (the assumptions are printed); cpu: this machine, "
-                                               "its measured peak shared by the ranks on its cores", "h100|cpu", 0, 0},
-        {"peak", ARG_DOUBLE, &peak_tf, "override: peak TFLOP/s per GPU (or CPU rank)", NULL, 0, 1e5},
-        {"mem-gbs", ARG_DOUBLE, &mem_gbs, "override: GB/s memory-bound kernels reach", NULL, 0, 1e6},
-        {"gpus-per-node", ARG_INT, &node, "override the cluster's GPUs per node", NULL, 0, 1024},
-        {"intra-gbps", ARG_DOUBLE, &intra, "override: GB/s per GPU inside a node", NULL, 0, 1e5},
-        {"inter-gbps", ARG_DOUBLE, &inter, "override: GB/s per GPU between nodes", NULL, 0, 1e5},
-        {"intra-us", ARG_DOUBLE, &intra_us, "override: latency inside a node, microseconds", NULL, -1, 1e6},
-        {"inter-us", ARG_DOUBLE, &inter_us, "override: latency between nodes, microseconds", NULL, -1, 1e6},
-        {"gemm-eff", ARG_DOUBLE, &gemm_eff, "override: share of the peak GEMMs reach", NULL, 0, 1},
-        {"attn-eff", ARG_DOUBLE, &attn_eff, "override: share of the peak attention reaches", NULL, 0, 1},
-        {"dp-overlap", ARG_DOUBLE, &dp_overlap, "override: share of data-parallel traffic hidden", NULL, -1, 1},
-        {"tp-overlap", ARG_DOUBLE, &tp_overlap, "override: share of tensor-parallel traffic hidden", NULL, -1, 1},
-        {"cp-overlap", ARG_DOUBLE, &cp_overlap, "override: share of ring attention's traffic hidden", NULL, -1, 1},
-        {"attn-flops", ARG_CHOICE, &attn_flops, "attention's FLOPs in MFU: the whole T x T square (PaLM) or its causal half", "square|causal", 0, 0},
-        {"top", ARG_INT, &top, "plans to list", NULL, 1, 1e6},
-        {"eval", ARG_STRING, &eval, "evaluate one plan in detail: tp=8,cp=1,pp=16,mbs=1,zero=1,schedule=interleaved,v=2,recompute=none", NULL, 0, 0},
-        {"llama3-table4", ARG_FLAG, &table, "the three 405B runs of Llama 3's table 4 against their published MFU", NULL, 0, 0},
-        {"csv", ARG_STRING, &csv, "append the listed plans (or the table-4 rows) to this CSV", NULL, 0, 0},
+        {"preset", ARG_CHOICE, &o->preset, "the model", COST_MODEL_CHOICES, 0, 0},
+        {"dim", ARG_INT, &o->cfg.dim, "or the model by its shape: dimension", NULL, 0, 1e6},
+        {"layers", ARG_INT, &o->cfg.layers, "layers", NULL, 0, 1e4},
+        {"heads", ARG_INT, &o->cfg.heads, "heads", NULL, 0, 1e4},
+        {"kv-heads", ARG_INT, &o->cfg.kv_heads, "key/value heads", NULL, 0, 1e4},
+        {"head-dim", ARG_INT, &o->cfg.head_dim, "head dimension (0: dim / heads)", NULL, 0, 1e5},
+        {"ffn", ARG_INT, &o->cfg.ffn, "MLP hidden size", NULL, 0, 1e7},
+        {"vocab", ARG_INT, &o->cfg.vocab, "vocabulary", NULL, 0, 1e7},
+        {"seq", ARG_INT, &o->seq, "tokens per sequence (0: the preset's 8192)", NULL, 0, 1e8},
+        {"tokens", ARG_DOUBLE, &o->tokens_m, "global batch, millions of tokens", NULL, 1e-6, 1e6},
+        {"batch", ARG_INT, &o->batch_seqs, "or the global batch in sequences (0: from --tokens)", NULL, 0, 1e9},
+        {"dtype", ARG_CHOICE, &o->dtype_name, "weights and activations (the CPU trainers compute in fp32)", "bf16|fp32", 0, 0},
+        {"gpus", ARG_INT, &o->gpus, "GPUs", NULL, 0, 1e8},
+        {"cluster", ARG_CHOICE, &o->cluster_name, "GPU and links (the assumptions are printed); cpu: this machine, "
+                                                  "its measured peak shared by the ranks on its cores", "h100|cpu", 0, 0},
+        {"peak", ARG_DOUBLE, &o->peak_tf, "override: peak TFLOP/s per GPU (or CPU rank)", NULL, 0, 1e5},
+        {"mem-gbs", ARG_DOUBLE, &o->mem_gbs, "override: GB/s memory-bound kernels reach", NULL, 0, 1e6},
+        {"gpus-per-node", ARG_INT, &o->node, "override the cluster's GPUs per node", NULL, 0, 1024},
+        {"intra-gbps", ARG_DOUBLE, &o->intra, "override: GB/s per GPU inside a node", NULL, 0, 1e5},
+        {"inter-gbps", ARG_DOUBLE, &o->inter, "override: GB/s per GPU between nodes", NULL, 0, 1e5},
+        {"intra-us", ARG_DOUBLE, &o->intra_us, "override: latency inside a node, microseconds", NULL, -1, 1e6},
+        {"inter-us", ARG_DOUBLE, &o->inter_us, "override: latency between nodes, microseconds", NULL, -1, 1e6},
+        {"gemm-eff", ARG_DOUBLE, &o->gemm_eff, "override: share of the peak GEMMs reach", NULL, 0, 1},
+        {"attn-eff", ARG_DOUBLE, &o->attn_eff, "override: share of the peak attention reaches", NULL, 0, 1},
+        {"dp-overlap", ARG_DOUBLE, &o->dp_overlap, "override: share of data-parallel traffic hidden", NULL, -1, 1},
+        {"tp-overlap", ARG_DOUBLE, &o->tp_overlap, "override: share of tensor-parallel traffic hidden", NULL, -1, 1},
+        {"cp-overlap", ARG_DOUBLE, &o->cp_overlap, "override: share of ring attention's traffic hidden", NULL, -1, 1},
+        {"attn-flops", ARG_CHOICE, &o->attn_flops, "attention's FLOPs in MFU: the whole T x T square (PaLM) or its causal half", "square|causal", 0, 0},
+        {"top", ARG_INT, &o->top, "plans to list", NULL, 1, 1e6},
+        {"eval", ARG_STRING, &o->eval, "evaluate one plan in detail: tp=8,cp=1,pp=16,mbs=1,zero=1,schedule=interleaved,v=2,recompute=none", NULL, 0, 0},
+        {"llama3-table4", ARG_FLAG, &o->table, "the three 405B runs of Llama 3's table 4 against their published MFU", NULL, 0, 0},
+        {"csv", ARG_STRING, &o->csv, "append the listed plans (or the table-4 rows) to this CSV", NULL, 0, 0},
     };
     args_parse(argc, argv, "10_nd_llama/plan",
                "The planner: memory, step time and MFU of 4D-parallel training plans\n"
                "(tp x cp x pp x dp, micro-batch, schedule, ZeRO, recomputation) from a\n"
                "cost model (10_nd_llama/cost.h), ranked; rejected plans say why.",
                flags, ARRAY_LEN(flags));
-    cluster_t cl;
-    cost_cluster(&cl, cluster_name);
-    if (!strcmp(cluster_name, "cpu")) {
+}
+
+/* The cluster preset with the overrides applied. */
+static void build_cluster(const options_t *o, cluster_t *cl) {
+    cost_cluster(cl, o->cluster_name);
+    if (!strcmp(o->cluster_name, "cpu")) {
         /* one thread per rank at the measured single-core peak; ranks beyond
          * the cores share them */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int ranks = gpus > 0 ? gpus : 1;
-        cl.peak = perf_cpu_peak(1)->flops * (ranks > cores ? (double)cores / ranks : 1.0);
+        int ranks = o->gpus > 0 ? o->gpus : 1;
+        cl->peak = perf_cpu_peak(1)->flops * (ranks > cores ? (double)cores / ranks : 1.0);
     }
-    if (peak_tf > 0) cl.peak = peak_tf * 1e12;
-    if (mem_gbs > 0) cl.mem_bw = mem_gbs * 1e9;
-    if (intra_us >= 0) cl.intra_lat = intra_us * 1e-6;
-    if (inter_us >= 0) cl.inter_lat = inter_us * 1e-6;
-    const int dtype = strcmp(dtype_name, "fp32") ? 2 : 4;
-    if (node) cl.node = node;
-    if (intra > 0) cl.intra_bw = intra * 1e9;
-    if (inter > 0) cl.inter_bw = inter * 1e9;
-    if (gemm_eff > 0) cl.gemm_eff = gemm_eff;
-    if (attn_eff > 0) cl.attn_eff = attn_eff;
-    if (dp_overlap >= 0) cl.dp_overlap = dp_overlap;
-    if (tp_overlap >= 0) cl.tp_overlap = tp_overlap;
-    if (cp_overlap >= 0) cl.cp_overlap = cp_overlap;
-    cl.causal_credit = !strcmp(attn_flops, "causal");
+    if (o->peak_tf > 0) cl->peak = o->peak_tf * 1e12;
+    if (o->mem_gbs > 0) cl->mem_bw = o->mem_gbs * 1e9;
+    if (o->intra_us >= 0) cl->intra_lat = o->intra_us * 1e-6;
+    if (o->inter_us >= 0) cl->inter_lat = o->inter_us * 1e-6;
+    if (o->node) cl->node = o->node;
+    if (o->intra > 0) cl->intra_bw = o->intra * 1e9;
+    if (o->inter > 0) cl->inter_bw = o->inter * 1e9;
+    if (o->gemm_eff > 0) cl->gemm_eff = o->gemm_eff;
+    if (o->attn_eff > 0) cl->attn_eff = o->attn_eff;
+    if (o->dp_overlap >= 0) cl->dp_overlap = o->dp_overlap;
+    if (o->tp_overlap >= 0) cl->tp_overlap = o->tp_overlap;
+    if (o->cp_overlap >= 0) cl->cp_overlap = o->cp_overlap;
+    cl->causal_credit = !strcmp(o->attn_flops, "causal");
+}
 
-    if (table) {
-        /* Llama 3's TFLOP/s per GPU fit attention's causal FLOPs, not the
-         * square (see the README), unless the flag says otherwise */
-        int given = 0;
-        for (int i = 1; i < argc; i++) given |= strncmp(argv[i], "--attn-flops", 12) == 0;
-        if (!given) cl.causal_credit = 1;
-        /* Llama 3 all-gathers K and V before attention and says the
-         * all-gather is exposed (section 3.3.2): none of it hidden */
-        given = 0;
-        for (int i = 1; i < argc; i++) given |= strncmp(argv[i], "--cp-overlap", 12) == 0;
-        if (!given) cl.cp_overlap = 0;
-        model_config_t c;
-        cost_model(&c, "llama3-405b");
-        print_cluster(&cl);
-        printf("model:   Llama 3 405B (126 layers, dim 16384, 128 heads, 8 kv, ffn 53248, vocab 128256); MFU with "
-               "attention's %s FLOPs\n\n", cl.causal_credit ? "causal" : "whole-square");
-        FILE *f = NULL;
-        if (csv) {
-            f = fopen(csv, "w");
-            if (!f) usage_error("cannot write %s: %s", csv, strerror(errno));
-            fprintf(f, "row,gpus,tp,cp,pp,dp,seq,published_mfu,predicted_mfu,published_tflops,predicted_tflops,bubble,step_s\n");
-        }
-        for (int r = 0; r < 3; r++) {
-            const table4_row_t *t = &table4[r];
-            c.seq = t->seq;
-            long batch = (long)t->dp * t->batch_per_dp;
-            par_t p;
-            cost_t o;
-            char why[160];
-            printf("row %d: %d GPUs, tp %d cp %d pp %d dp %d, seq %d, %ld sequences (%.1fM tokens): published "
-                   "%.0f TFLOP/s per GPU, MFU %.0f%%\n", r + 1, t->gpus, t->tp, t->cp, t->pp, t->dp, t->seq, batch,
-                   batch * (double)t->seq / 1e6, t->tflops, 100 * t->mfu);
-            if (best_for_mesh(&c, batch, &cl, t->tp, t->cp, t->pp, t->dp, &p, &o, why, sizeof why) != 0) {
-                printf("  no plan fits this mesh: %s\n\n", why);
-                continue;
-            }
-            table_head();
-            print_plan(&p, &o, 1);
-            breakdown(&o);
-            printf("  predicted MFU %.1f%% against the published %.0f%% (%+.1f points)\n", 100 * o.mfu,
-                   100 * t->mfu, 100 * (o.mfu - t->mfu));
-            /* where the published mesh stands among all meshes of this cluster */
-            collect_t k = {0};
-            search(&c, batch, &cl, t->gpus, 2, collect, &k, 0, 0, 0);
-            typedef struct { int tp, cp, pp; double mfu; } mesh_best_t;   /* each mesh's best plan */
-            mesh_best_t mb[512];
-            int nm = 0;
-            for (int i = 0; i < k.n; i++) {
-                int j = 0;
-                while (j < nm && !(mb[j].tp == k.p[i].tp && mb[j].cp == k.p[i].cp && mb[j].pp == k.p[i].pp)) j++;
-                if (j == nm && nm < 512) mb[nm++] = (mesh_best_t){k.p[i].tp, k.p[i].cp, k.p[i].pp, 0};
-                if (j < nm && k.o[i].mfu > mb[j].mfu) mb[j].mfu = k.o[i].mfu;
-            }
-            int better = 0, same_cp = 0, better_cp = 0;
-            for (int j = 0; j < nm; j++) {
-                better += mb[j].mfu > o.mfu + 1e-12;
-                same_cp += mb[j].cp == t->cp;
-                better_cp += mb[j].cp == t->cp && mb[j].mfu > o.mfu + 1e-12;
-            }
-            /* the best plan of all, in full, to set beside the published mesh's */
-            int bi = 0;
-            for (int i = 1; i < k.n; i++) if (k.o[i].mfu > k.o[bi].mfu) bi = i;
-            printf("  the best plan of the search:\n");
-            print_plan(&k.p[bi], &k.o[bi], 1);
-            breakdown(&k.o[bi]);
-            printf("  among the %d meshes with cp %d the published one ranks %d\n", same_cp, t->cp, better_cp + 1);
-            printf("  among the %d meshes that fit this cluster, the published one ranks %d", nm, better + 1);
-            for (int shown = 0, j; shown < 3; shown++) {   /* the three best meshes */
-                int b = -1;
-                for (j = 0; j < nm; j++) if (mb[j].mfu >= 0 && (b < 0 || mb[j].mfu > mb[b].mfu)) b = j;
-                if (b < 0) break;
-                printf("%s tp %d cp %d pp %d %.1f%%", shown ? "," : "; the best: ", mb[b].tp, mb[b].cp, mb[b].pp,
-                       100 * mb[b].mfu);
-                mb[b].mfu = -1;
-            }
-            printf("\n\n");
-            free(k.p);
-            free(k.o);
-            if (f) fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.0f,%.1f,%.4f,%.3f\n", r + 1, t->gpus, t->tp, t->cp,
-                           t->pp, t->dp, t->seq, t->mfu, o.mfu, t->tflops, o.tflops, o.bubble, o.t_step);
-        }
-        if (f) out_close(f, csv);
-        return 0;
-    }
+static int flag_given(int argc, char **argv, const char *flag) {
+    int given = 0;
+    for (int i = 1; i < argc; i++) given |= strncmp(argv[i], flag, strlen(flag)) == 0;
+    return given;
+}
 
-    if (preset) {
-        model_config_t given = cfg;
-        cost_model(&cfg, preset);
-        if (given.dim) cfg.dim = given.dim;
-        if (given.layers) cfg.layers = given.layers;
-    }
-    if (seq) cfg.seq = seq;
-    if (!cfg.dim || !cfg.layers || !cfg.heads || !cfg.kv_heads || !cfg.ffn || !cfg.vocab || !cfg.seq)
-        usage_error("give a --preset, or --dim --layers --heads --kv-heads --ffn --vocab --seq");
-    model_config_check(&cfg);
-    if (gpus < 1) usage_error("--gpus N: how many GPUs to plan for");
-    long batch = batch_seqs ? batch_seqs : (long)(tokens_m * 1e6 / cfg.seq + 0.5);
-    if (batch < 1) usage_error("--tokens %.3gM is less than one sequence of %d", tokens_m, cfg.seq);
-    print_cluster(&cl);
-    printf("model:   dim %d, %d layers, %d heads (%d kv, head dim %d), ffn %d, vocab %d, seq %d | %.2fB parameters\n",
-           cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn, cfg.vocab, cfg.seq,
-           model_param_count(&cfg) / 1e9);
-    printf("batch:   %ld sequences = %.4gM tokens on %d GPUs (%s weights and activations, fp32 gradients and Adam)\n\n",
-           batch, batch * (double)cfg.seq / 1e6, gpus, dtype_name);
-
-    if (eval) {
-        par_t p = {1, 1, 1, 0, 1, -1, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, 0, dtype};
-        parse_eval(eval, &p);
-        if (p.sp < 0) p.sp = p.tp > 1;   /* as the search: sequence parallelism whenever tp > 1 */
-        long long mesh = (long long)p.tp * p.cp * p.pp;   /* each at most 65536: no overflow */
-        if (gpus % mesh)
-            usage_error("--eval: tp %d x cp %d x pp %d = %lld must divide the %d GPUs", p.tp, p.cp, p.pp, mesh, gpus);
-        p.dp = (int)(gpus / mesh);
-        if (p.schedule == SCHED_INTERLEAVED && p.vpp < 2) p.vpp = 2;
-        cost_t o;
-        table_head();
-        if (cost_eval(&cfg, batch, &cl, &p, &o) != 0) {
-            printf("rejected: %s\n", o.why);
-            return 1;
-        }
-        print_plan(&p, &o, 1);
-        breakdown(&o);
-        return 0;
-    }
-
+/* Where the published mesh (its best plan: o) stands among all meshes of
+ * the cluster, and the best plan of all beside it. */
+static void mesh_standing(const model_config_t *c, long batch, const cluster_t *cl, const table4_row_t *t,
+                          const cost_t *o) {
     collect_t k = {0};
-    search(&cfg, batch, &cl, gpus, dtype, collect, &k, 0, 0, 0);
-    /* rank by MFU; selection sort of the top */
-    int n = k.n < top ? k.n : top;
-    for (int i = 0; i < n; i++) {
-        int b = i;
-        for (int j = i + 1; j < k.n; j++) if (k.o[j].mfu > k.o[b].mfu) b = j;
-        par_t tp_ = k.p[i]; k.p[i] = k.p[b]; k.p[b] = tp_;
-        cost_t to = k.o[i]; k.o[i] = k.o[b]; k.o[b] = to;
+    search(c, batch, cl, t->gpus, 2, collect, &k, 0, 0, 0);
+    typedef struct { int tp, cp, pp; double mfu; } mesh_best_t;   /* each mesh's best plan */
+    mesh_best_t mb[512];
+    int nm = 0;
+    for (int i = 0; i < k.n; i++) {
+        int j = 0;
+        while (j < nm && !(mb[j].tp == k.p[i].tp && mb[j].cp == k.p[i].cp && mb[j].pp == k.p[i].pp)) j++;
+        if (j == nm && nm < 512) mb[nm++] = (mesh_best_t){k.p[i].tp, k.p[i].cp, k.p[i].pp, 0};
+        if (j < nm && k.o[i].mfu > mb[j].mfu) mb[j].mfu = k.o[i].mfu;
     }
-    printf("%d plans fit, %d rejected. The best %d by MFU:\n", k.n, k.rejected, n);
+    int better = 0, same_cp = 0, better_cp = 0;
+    for (int j = 0; j < nm; j++) {
+        better += mb[j].mfu > o->mfu + 1e-12;
+        same_cp += mb[j].cp == t->cp;
+        better_cp += mb[j].cp == t->cp && mb[j].mfu > o->mfu + 1e-12;
+    }
+    /* the best plan of all, in full, to set beside the published mesh's */
+    int bi = 0;
+    for (int i = 1; i < k.n; i++) if (k.o[i].mfu > k.o[bi].mfu) bi = i;
+    printf("  the best plan of the search:\n");
+    print_plan(&k.p[bi], &k.o[bi], 1);
+    breakdown(&k.o[bi]);
+    printf("  among the %d meshes with cp %d the published one ranks %d\n", same_cp, t->cp, better_cp + 1);
+    printf("  among the %d meshes that fit this cluster, the published one ranks %d", nm, better + 1);
+    for (int shown = 0, j; shown < 3; shown++) {   /* the three best meshes */
+        int b = -1;
+        for (j = 0; j < nm; j++) if (mb[j].mfu >= 0 && (b < 0 || mb[j].mfu > mb[b].mfu)) b = j;
+        if (b < 0) break;
+        printf("%s tp %d cp %d pp %d %.1f%%", shown ? "," : "; the best: ", mb[b].tp, mb[b].cp, mb[b].pp,
+               100 * mb[b].mfu);
+        mb[b].mfu = -1;
+    }
+    printf("\n\n");
+    free(k.p);
+    free(k.o);
+}
+
+/* One row of table 4: the best plan on its mesh against the published MFU,
+ * and a CSV row (f: NULL for none). */
+static void table4_row(const model_config_t *base, const cluster_t *cl, int r, FILE *f) {
+    const table4_row_t *t = &table4[r];
+    model_config_t c = *base;
+    c.seq = t->seq;
+    long batch = (long)t->dp * t->batch_per_dp;
+    par_t p;
+    cost_t o;
+    char why[160];
+    printf("row %d: %d GPUs, tp %d cp %d pp %d dp %d, seq %d, %ld sequences (%.1fM tokens): published "
+           "%.0f TFLOP/s per GPU, MFU %.0f%%\n", r + 1, t->gpus, t->tp, t->cp, t->pp, t->dp, t->seq, batch,
+           batch * (double)t->seq / 1e6, t->tflops, 100 * t->mfu);
+    if (best_for_mesh(&c, batch, cl, t->tp, t->cp, t->pp, t->dp, &p, &o, why, sizeof why) != 0) {
+        printf("  no plan fits this mesh: %s\n\n", why);
+        return;
+    }
     table_head();
-    for (int i = 0; i < n; i++) print_plan(&k.p[i], &k.o[i], i + 1);
-    if (n > 0) {
-        printf("\nthe best plan:\n");
-        breakdown(&k.o[0]);
+    print_plan(&p, &o, 1);
+    breakdown(&o);
+    printf("  predicted MFU %.1f%% against the published %.0f%% (%+.1f points)\n", 100 * o.mfu,
+           100 * t->mfu, 100 * (o.mfu - t->mfu));
+    mesh_standing(&c, batch, cl, t, &o);
+    if (f) fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.0f,%.1f,%.4f,%.3f\n", r + 1, t->gpus, t->tp, t->cp,
+                   t->pp, t->dp, t->seq, t->mfu, o.mfu, t->tflops, o.tflops, o.bubble, o.t_step);
+}
+
+/* --llama3-table4: the three published runs, predicted. */
+static int llama3_table4(cluster_t *cl, const char *csv, int argc, char **argv) {
+    /* Llama 3's TFLOP/s per GPU fit attention's causal FLOPs, not the
+     * square (see the README), unless the flag says otherwise */
+    if (!flag_given(argc, argv, "--attn-flops")) cl->causal_credit = 1;
+    /* Llama 3 all-gathers K and V before attention and says the
+     * all-gather is exposed (section 3.3.2): none of it hidden */
+    if (!flag_given(argc, argv, "--cp-overlap")) cl->cp_overlap = 0;
+    model_config_t c;
+    cost_model(&c, "llama3-405b");
+    print_cluster(cl);
+    printf("model:   Llama 3 405B (126 layers, dim 16384, 128 heads, 8 kv, ffn 53248, vocab 128256); MFU with "
+           "attention's %s FLOPs\n\n", cl->causal_credit ? "causal" : "whole-square");
+    FILE *f = NULL;
+    if (csv) {
+        f = fopen(csv, "w");
+        if (!f) usage_error("cannot write %s: %s", csv, strerror(errno));
+        fprintf(f, "row,gpus,tp,cp,pp,dp,seq,published_mfu,predicted_mfu,published_tflops,predicted_tflops,bubble,step_s\n");
     }
-    printf("\nwhy plans were rejected (count, first example):\n");
-    for (int r = 0; r < k.nreasons; r++) printf("  %6d  %s\n", k.count[r], k.example[r]);
-    if (k.n == 0) {
-        no_plan(&cfg, batch, &cl, gpus, dtype);
+    for (int r = 0; r < 3; r++) table4_row(&c, cl, r, f);
+    if (f) out_close(f, csv);
+    return 0;
+}
+
+/* The model (a preset, its dimension and layers overridable, or a shape
+ * given in full) and the global batch in sequences, checked. */
+static long build_model(const options_t *o, model_config_t *cfg) {
+    *cfg = o->cfg;
+    if (o->preset) {
+        cost_model(cfg, o->preset);
+        if (o->cfg.dim) cfg->dim = o->cfg.dim;
+        if (o->cfg.layers) cfg->layers = o->cfg.layers;
+    }
+    if (o->seq) cfg->seq = o->seq;
+    if (!cfg->dim || !cfg->layers || !cfg->heads || !cfg->kv_heads || !cfg->ffn || !cfg->vocab || !cfg->seq)
+        usage_error("give a --preset, or --dim --layers --heads --kv-heads --ffn --vocab --seq");
+    model_config_check(cfg);
+    if (o->gpus < 1) usage_error("--gpus N: how many GPUs to plan for");
+    long batch = o->batch_seqs ? o->batch_seqs : (long)(o->tokens_m * 1e6 / cfg->seq + 0.5);
+    if (batch < 1) usage_error("--tokens %.3gM is less than one sequence of %d", o->tokens_m, cfg->seq);
+    return batch;
+}
+
+static void print_setup(const cluster_t *cl, const model_config_t *cfg, long batch, int gpus,
+                        const char *dtype_name) {
+    print_cluster(cl);
+    printf("model:   dim %d, %d layers, %d heads (%d kv, head dim %d), ffn %d, vocab %d, seq %d | %.2fB parameters\n",
+           cfg->dim, cfg->layers, cfg->heads, cfg->kv_heads, cfg->head_dim, cfg->ffn, cfg->vocab, cfg->seq,
+           model_param_count(cfg) / 1e9);
+    printf("batch:   %ld sequences = %.4gM tokens on %d GPUs (%s weights and activations, fp32 gradients and Adam)\n\n",
+           batch, batch * (double)cfg->seq / 1e6, gpus, dtype_name);
+}
+
+/* --eval: one plan in detail; 1 when it is rejected. */
+static int eval_plan(const model_config_t *cfg, long batch, const cluster_t *cl, const char *eval, int gpus,
+                     int dtype) {
+    par_t p = {1, 1, 1, 0, 1, -1, 1, 1, SCHED_1F1B, RECOMPUTE_NONE, 0, dtype};
+    parse_eval(eval, &p);
+    if (p.sp < 0) p.sp = p.tp > 1;   /* as the search: sequence parallelism whenever tp > 1 */
+    long long mesh = (long long)p.tp * p.cp * p.pp;   /* each at most 65536: no overflow */
+    if (gpus % mesh)
+        usage_error("--eval: tp %d x cp %d x pp %d = %lld must divide the %d GPUs", p.tp, p.cp, p.pp, mesh, gpus);
+    p.dp = (int)(gpus / mesh);
+    if (p.schedule == SCHED_INTERLEAVED && p.vpp < 2) p.vpp = 2;
+    cost_t o;
+    table_head();
+    if (cost_eval(cfg, batch, cl, &p, &o) != 0) {
+        printf("rejected: %s\n", o.why);
         return 1;
     }
-    if (csv) {
-        FILE *f = csv_open(csv, PLAN_CSV_HEADER);
-        for (int i = 0; i < n; i++) {
-            const par_t *q = &k.p[i];
-            const cost_t *o = &k.o[i];
-            fprintf(f, "%d,%d,%d,%d,%d,%s,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.4f,%.4f\n", i + 1,
-                    q->tp, q->cp, q->pp, q->dp, q->pp > 1 ? sched_name[q->schedule] : "-", q->vpp, q->mbs, q->zero,
-                    recompute_name[q->recompute], o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9,
-                    o->mem_acts / 1e9, o->mem_total / 1e9, o->bubble, o->t_step, o->tflops, o->mfu, o->hfu);
-        }
-        out_close(f, csv);
+    print_plan(&p, &o, 1);
+    breakdown(&o);
+    return 0;
+}
+
+/* Move the best n plans by MFU to the front, in order (a selection sort). */
+static void sort_top(collect_t *k, int n) {
+    for (int i = 0; i < n; i++) {
+        int b = i;
+        for (int j = i + 1; j < k->n; j++) if (k->o[j].mfu > k->o[b].mfu) b = j;
+        par_t tp_ = k->p[i]; k->p[i] = k->p[b]; k->p[b] = tp_;
+        cost_t to = k->o[i]; k->o[i] = k->o[b]; k->o[b] = to;
     }
+}
+
+static void print_ranking(const collect_t *k, int n) {
+    printf("%d plans fit, %d rejected. The best %d by MFU:\n", k->n, k->rejected, n);
+    table_head();
+    for (int i = 0; i < n; i++) print_plan(&k->p[i], &k->o[i], i + 1);
+    if (n > 0) {
+        printf("\nthe best plan:\n");
+        breakdown(&k->o[0]);
+    }
+    printf("\nwhy plans were rejected (count, first example):\n");
+    for (int r = 0; r < k->nreasons; r++) printf("  %6d  %s\n", k->count[r], k->example[r]);
+}
+
+static void write_plans_csv(const char *csv, const collect_t *k, int n) {
+    FILE *f = csv_open(csv, PLAN_CSV_HEADER);
+    for (int i = 0; i < n; i++) {
+        const par_t *q = &k->p[i];
+        const cost_t *o = &k->o[i];
+        fprintf(f, "%d,%d,%d,%d,%d,%s,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.4f,%.4f\n", i + 1,
+                q->tp, q->cp, q->pp, q->dp, q->pp > 1 ? sched_name[q->schedule] : "-", q->vpp, q->mbs, q->zero,
+                recompute_name[q->recompute], o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9,
+                o->mem_acts / 1e9, o->mem_total / 1e9, o->bubble, o->t_step, o->tflops, o->mfu, o->hfu);
+    }
+    out_close(f, csv);
+}
+
+/* The search: the best --top plans, why the others fail, the CSV; 1 when
+ * none fits. */
+static int rank_plans(const model_config_t *cfg, long batch, const cluster_t *cl, const options_t *o, int dtype) {
+    collect_t k = {0};
+    search(cfg, batch, cl, o->gpus, dtype, collect, &k, 0, 0, 0);
+    int n = k.n < o->top ? k.n : o->top;
+    sort_top(&k, n);
+    print_ranking(&k, n);
+    if (k.n == 0) {
+        no_plan(cfg, batch, cl, o->gpus, dtype);
+        return 1;
+    }
+    if (o->csv) write_plans_csv(o->csv, &k, n);
     free(k.p);
     free(k.o);
     return 0;
+}
+
+int main(int argc, char **argv) {
+    options_t o;
+    parse_options(argc, argv, &o);
+    cluster_t cl;
+    build_cluster(&o, &cl);
+    if (o.table) return llama3_table4(&cl, o.csv, argc, argv);
+    const int dtype = strcmp(o.dtype_name, "fp32") ? 2 : 4;   /* bytes */
+    model_config_t cfg;
+    long batch = build_model(&o, &cfg);
+    print_setup(&cl, &cfg, batch, o.gpus, o.dtype_name);
+    if (o.eval) return eval_plan(&cfg, batch, &cl, o.eval, o.gpus, dtype);
+    return rank_plans(&cfg, batch, &cl, &o, dtype);
 }

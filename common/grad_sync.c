@@ -121,7 +121,7 @@ static int take_slot(grad_sync_t *g, int index) {
             }
         int oldest = -1;
         for (int i = 0; i < g->nbuckets && oldest < 0; i++)
-            if (g->buckets[i].state == 1) oldest = i;
+            if (g->buckets[i].state == BUCKET_IN_FLIGHT) oldest = i;
         if (oldest < 0) die("grad_sync: every receive slot is taken but nothing is in flight");
         comm_wait(g->comm, &g->buckets[oldest].req);
         completed(g, &g->buckets[oldest], oldest);
@@ -130,7 +130,7 @@ static int take_slot(grad_sync_t *g, int index) {
 
 static void launch(grad_sync_t *g, grad_bucket_t *b) {
     b->t_launch = now_s();
-    b->state = 1;
+    b->state = BUCKET_IN_FLIGHT;
     if (g->mode == GS_ALLREDUCE) {
         float *p = g->model->grads + b->offset;
         if (g->wire == DT_BF16) {
@@ -171,7 +171,7 @@ static void completed(grad_sync_t *g, grad_bucket_t *b, int index) {
         op_add(g->dev, DT_F32, dst, recv, dst, per);
         g->slot_busy[b->slot] = -1;
     }
-    b->state = 2;
+    b->state = BUCKET_DONE;
     if (!trace_on()) return;
     static const char *lane_name[4] = {"comm", "comm 2", "comm 3", "comm 4"};
     int lane = 0;
@@ -199,12 +199,12 @@ static void completed(grad_sync_t *g, grad_bucket_t *b, int index) {
 static void release_upto(grad_sync_t *g, int upto) {
     for (int i = 0; i <= upto && i < g->nbuckets; i++) {
         grad_bucket_t *b = &g->buckets[i];
-        if (b->state == 3) continue;
-        if (b->state == 1) {
+        if (b->state == BUCKET_RELEASED) continue;
+        if (b->state == BUCKET_IN_FLIGHT) {
             comm_wait(g->comm, &b->req);
             completed(g, b, i);
         }
-        b->state = 3;
+        b->state = BUCKET_RELEASED;
         if (g->release) g->release(g->release_ctx, b->unit);
     }
 }
@@ -234,7 +234,7 @@ static void form_bucket(grad_sync_t *g) {
 static void progress(grad_sync_t *g) {
     for (int i = 0; i < g->nbuckets; i++) {
         grad_bucket_t *b = &g->buckets[i];
-        if (b->state == 1 && comm_progress(g->comm, &b->req)) {
+        if (b->state == BUCKET_IN_FLIGHT && comm_progress(g->comm, &b->req)) {
             comm_wait(g->comm, &b->req);   /* releases the request's resources */
             completed(g, b, i);
         }
@@ -286,7 +286,7 @@ void grad_sync_finish(grad_sync_t *g) {
         for (int i = 0; i < g->nbuckets; i++) launch(g, &g->buckets[i]);
     for (int i = 0; i < g->nbuckets; i++) {
         grad_bucket_t *b = &g->buckets[i];
-        if (b->state >= 2) continue;
+        if (b->state >= BUCKET_DONE) continue;   /* done or released */
         comm_wait(g->comm, &b->req);
         completed(g, b, i);
     }

@@ -67,12 +67,17 @@ extern "C" {
 
 typedef enum { GS_ALLREDUCE, GS_REDUCE_SCATTER } grad_sync_mode;
 
+/* A bucket's life, in this order: formed (a new bucket is zeroed), in
+ * flight, done (its sum in place), released (reduce-scatter: handed to
+ * the release callback). */
+typedef enum { BUCKET_FORMED = 0, BUCKET_IN_FLIGHT, BUCKET_DONE, BUCKET_RELEASED } grad_bucket_state;
+
 typedef struct {
     size_t offset, count;   /* all-reduce: range of the flat gradient array; reduce-scatter:
                                the unit's piece (count per rank) */
     int unit;               /* reduce-scatter: the unit */
     int slot;               /* reduce-scatter: its receive slot */
-    int state;              /* 0: formed, 1: in flight, 2: done, 3: done and released */
+    grad_bucket_state state;
     comm_req_t req;
     double t_launch;        /* for the trace */
 } grad_bucket_t;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,4 +446,15 @@ FILE *csv_open(const char *path, const char *header) {
     }
     fseek(f, 0, SEEK_END);
     return f;
+}
+
+void csv_append_row(const char *path, const char *header, const char *fmt, ...) {
+    if (!path || check_rank != 0) return;
+    FILE *f = csv_open(path, header);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    out_close(f, path);
 }

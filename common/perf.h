@@ -100,6 +100,13 @@ double perf_utilisation(double flops_per_s, double peak, const char *what);
  * naming the file when the disk is full. */
 FILE *csv_open(const char *path, const char *header);
 
+/* Append one row (fmt and its arguments, as printf; the newline is added)
+ * to the CSV file at path, opened with csv_open and closed with out_close.
+ * Only rank 0 writes (the rank say() prints on); a NULL path writes
+ * nothing. A program's one summary row per run, its --bench-csv. */
+void csv_append_row(const char *path, const char *header, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #ifdef __cplusplus
 }
 #endif
