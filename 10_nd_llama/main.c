@@ -120,7 +120,6 @@ static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     double tp0 = p->tp > 1 ? p->t.st.comm_s : 0, cp0 = p->cp > 1 ? p->c.st.comm_s : 0;
     recompute_meter_t before = p->meter;
     runner_step(tr, &p->run, step, st);
-    if (p->pp == 1) st->bubble_s = -1;   /* one stage: no pipeline, no bubble */
     double dp_s = p->run.sync_s;
     /* after the data-parallel sums have completed: they work on the same memory */
     if (p->tp > 1) tp_reduce_replicated_grads(&p->t, &tr->model, &tr->opt);

@@ -328,7 +328,7 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
     e->idle += tend - td;
     e->span = tend - e->t_zero;
     e->sent = comm_sent_bytes(e->comm) - sent0;
-    st->bubble_s = s->kind == PIPE_ONE_STAGE ? -1 : e->idle;
+    st->bubble_s = s->P == 1 ? -1 : e->idle;   /* one stage: no pipeline, no bubble */
     if (e->steps > 0) {
         e->sum_busy += e->busy;
         e->sum_idle += e->idle;

@@ -134,7 +134,7 @@ void runner_add_seam(runner_t *e, const double *seconds);
  * the strategy's synchronisation, waits for the pipeline to drain. Fills st:
  * loss (the head's chunk, where model_counts_loss), fwd_s, bwd_s (compute
  * only), exposed_s (the strategy's and the seams'), bubble_s (idle time of a
- * pipeline schedule; -1 for the one-stage list). */
+ * pipeline of several stages; -1 for one stage). */
 void runner_step(train_t *tr, void *runner, long step, train_step_t *st);   /* a train_step_fn */
 void runner_free(runner_t *e);
 
