@@ -21,7 +21,13 @@ b_gpipe_lecture=$(bubble gpipe 4 4)
 b_inter=$(bubble interleaved 4 8)
 h_inter=$(held0 interleaved 4 8)
 h_1f1b=$(held0 1f1b 4 8)
-for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b"; do
+# 5. one 4096 x 4096 GEMM of b x 256 rows per stage on the H100 data (the
+# planner's interpolation): "b ms" for b = 1..16
+plan=$root/10_nd_llama/plan
+[ -x "$plan" ] || { echo "error: $plan is not built: run make first" >&2; exit 2; }
+gemm_ms=$(for b in 1 2 4 8 16; do "$plan" --gemm-table "$root/01_matmul_hfu/reference/h100_hfu.csv" \
+              --gemm-at $((b * 256)),4096,4096 | sed -nE "s/.* = ([0-9.e+-]+) ms$/$b \1/p"; done | tr '\n' ' ')
+for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$gemm_ms"; do
     [ -n "$v" ] || { echo "error: could not read the bubble or the activations from pipeline --show-schedule" >&2; exit 2; }
 done
 
@@ -42,7 +48,16 @@ program='BEGIN {
     want("ex3_extra_us_8_stages", 2 * 7 * t * 1e6, 0.01, "the fill and the drain each cross P - 1 links")
     # 4. zero bubble: ZB-H1 against 1F1B with t_F = t_B = t_W
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
+    # 5. the micro-batch size at a batch of 16 on 2 stages: step ~ (16 / b + 1) t(b)
+    n = split(gemm_ms, g, " ")
+    for (i = 1; i < n; i += 2) {
+        step = (16 / g[i] + 1) * g[i + 1]
+        if (!best || step < best) { best = step; best_b = g[i] }
+        if (g[i] == 1) step1 = step
+    }
+    want("ex5_best_micro_batch", best_b, 0, "the shortest (M + P - 1) t(b), M = 16 / b")
+    want("ex5_b1_slower_percent", 100 * (step1 / best - 1), 0.01, "b = 1: the smallest bubble, the slowest GEMMs")
 }
 END { finish("07") }'
 check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
-    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b"
+    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v gemm_ms="$gemm_ms"

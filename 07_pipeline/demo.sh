@@ -11,3 +11,6 @@ for s in gpipe 1f1b interleaved; do
     step mpirun -np 4 ./07_pipeline/pipeline --device cpu --threads 1 --schedule "$s" --micro 8 --dim 64 --heads 4 \
         --kv-heads 2 --layers 8 --seq 64 --batch 16 --steps 2 --replay none --memory-csv plots/data/pipeline_memory.csv
 done
+# the micro-batch size at a fixed batch of 16: the step, the bubble and the
+# GEMMs' efficiency at b = 1..16, here and replayed on the H100 data
+step bash 07_pipeline/sweep_microbatch.sh plots/data/microbatch.csv --device cpu

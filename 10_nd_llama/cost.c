@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const sched_name[3] = {"gpipe", "1f1b", "interleaved"};
@@ -61,6 +62,76 @@ int cost_cluster(cluster_t *c, const char *preset) {
         }
     memset(c, 0, sizeof *c);
     return -1;
+}
+
+int gemm_table_load(gemm_table_t *t, const char *csv, const char *dtype, char *why, size_t len) {
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(csv, "r");
+    if (!f) { snprintf(why, len, "cannot read %s", csv); return -1; }
+    char line[512];
+    int col[5] = {-1, -1, -1, -1, -1};   /* dtype, m, n, k, hfu */
+    static const char *const names[5] = {"dtype", "m", "n", "k", "hfu"};
+    if (fgets(line, sizeof line, f)) {
+        int i = 0;
+        for (char *tok = strtok(line, ",\r\n"); tok; tok = strtok(NULL, ",\r\n"), i++)
+            for (int c = 0; c < 5; c++) if (!strcmp(tok, names[c])) col[c] = i;
+    }
+    for (int c = 0; c < 5; c++)
+        if (col[c] < 0) { fclose(f); snprintf(why, len, "%s has no column %s", csv, names[c]); return -1; }
+    while (fgets(line, sizeof line, f)) {
+        char *field[16] = {0};
+        int nf = 0;
+        for (char *tok = strtok(line, ",\r\n"); tok && nf < 16; tok = strtok(NULL, ",\r\n")) field[nf++] = tok;
+        if (nf <= col[0] || nf <= col[1] || nf <= col[2] || nf <= col[3] || nf <= col[4]) continue;
+        if (strcmp(field[col[0]], dtype)) continue;
+        double flops = 2.0 * atof(field[col[1]]) * atof(field[col[2]]) * atof(field[col[3]]);
+        double eff = atof(field[col[4]]) / 100;
+        if (!(flops > 0) || !(eff > 0 && eff <= 1)) {
+            fclose(f);
+            snprintf(why, len, "%s: a %s row with FLOPs %g and HFU %g%%", csv, dtype, flops, 100 * eff);
+            return -1;
+        }
+        int j = 0;   /* insert in ascending FLOPs; equal FLOPs keep the best */
+        while (j < t->n && t->flops[j] < flops) j++;
+        if (j < t->n && t->flops[j] == flops) {
+            if (eff > t->eff[j]) t->eff[j] = eff;
+            continue;
+        }
+        if (t->n == (int)(sizeof t->flops / sizeof t->flops[0])) {
+            fclose(f);
+            snprintf(why, len, "%s: more than %d sizes", csv, t->n);
+            return -1;
+        }
+        memmove(t->flops + j + 1, t->flops + j, sizeof(double) * (size_t)(t->n - j));
+        memmove(t->eff + j + 1, t->eff + j, sizeof(double) * (size_t)(t->n - j));
+        t->flops[j] = flops, t->eff[j] = eff, t->n++;
+    }
+    fclose(f);
+    if (!t->n) { snprintf(why, len, "%s has no %s rows", csv, dtype); return -1; }
+    return 0;
+}
+
+/* Interpolated in log FLOPs because a GEMM's efficiency grows with the work
+ * per launch and per tile roughly as its logarithm (chapter 01's curve);
+ * the shape's aspect is ignored. */
+double gemm_eff_at(const gemm_table_t *t, double m, double n, double k) {
+    double x = log(2 * m * n * k);
+    if (x <= log(t->flops[0])) return t->eff[0];
+    for (int j = 1; j < t->n; j++) {
+        double x1 = log(t->flops[j]);
+        if (x <= x1) {
+            double x0 = log(t->flops[j - 1]), a = (x - x0) / (x1 - x0);
+            return t->eff[j - 1] + a * (t->eff[j] - t->eff[j - 1]);
+        }
+    }
+    return t->eff[t->n - 1];
+}
+
+/* Seconds of one GEMM (m x k) @ (k x n): at its shape's efficiency when the
+ * cluster has a table, else at the one fraction for GEMMs. */
+static double gemm_seconds(const cluster_t *cl, double m, double n, double k) {
+    double eff = cl->gemm_table ? gemm_eff_at(cl->gemm_table, m, n, k) : cl->gemm_eff;
+    return 2 * m * n * k / (cl->peak * eff);
 }
 
 /* The link between ranks that are `stride` apart in the mesh, for a group of
@@ -159,15 +230,20 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
                o->mem_acts / 1e9, 100 * cl->mem_headroom, cl->mem / 1e9);
 
     /* ---- compute of one micro-batch on the last stage (it has the head) ---- */
-    double gemm_fwd = 2 * tokens * (stage_layers * layer_mm + C * Vl);
+    /* a layer's forward GEMMs on this rank's rows: q, k, v, o, w1, w3, w2; then
+     * the head. Backward's two GEMMs per weight have the forward's FLOPs. */
+    double Ql = Hl * hd, Kl = KVl * hd;
+    double layer_fwd_s = gemm_seconds(cl, tokens, Ql, C) + 2 * gemm_seconds(cl, tokens, Kl, C) +
+                         gemm_seconds(cl, tokens, C, Ql) + 2 * gemm_seconds(cl, tokens, Fl, C) +
+                         gemm_seconds(cl, tokens, C, Fl);
     double attn_fwd = 2.0 * p->mbs * ((double)c->seq * c->seq / cp) * Hl * hd;   /* causal, per layer */
-    double t_gemm = 3 * gemm_fwd / (cl->peak * cl->gemm_eff);
+    double t_gemm = 3 * (stage_layers * layer_fwd_s + gemm_seconds(cl, tokens, Vl, C));
     double t_attn = stage_layers * 3.5 * attn_fwd / (cl->peak * cl->attn_eff);
     double t_elem = tokens * stage_layers * cl->elementwise * es * (C + Fl) / cl->mem_bw;
     double t_rec = 0, rec_flops = 0;
     if (rec_layers) {   /* one more forward of the recomputed layers */
         double share = (double)rec_layers / stage_layers, layers_fwd = 2 * tokens * stage_layers * layer_mm;
-        t_rec = share * (layers_fwd / (cl->peak * cl->gemm_eff) + t_attn / 3.5 + t_elem / 3);
+        t_rec = share * (stage_layers * layer_fwd_s + t_attn / 3.5 + t_elem / 3);
         rec_flops = share * (layers_fwd + stage_layers * attn_fwd);
     } else if (p->recompute == RECOMPUTE_SELECTIVE) {
         t_rec = t_attn / 3.5;

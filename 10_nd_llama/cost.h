@@ -18,6 +18,22 @@
 extern "C" {
 #endif
 
+/* GEMM efficiency against size, measured (chapter 01's CSV): the rows of one
+ * dtype as (FLOPs 2mnk, fraction of the peak), ascending; at equal FLOPs the
+ * best variant's. */
+typedef struct {
+    int n;
+    double flops[64], eff[64];
+} gemm_table_t;
+
+/* Read `csv` (columns dtype, m, n, k, hfu in percent, as 01_matmul_hfu/hfu
+ * writes) keeping the rows of `dtype`. 0, or -1 with the reason in why. */
+int gemm_table_load(gemm_table_t *t, const char *csv, const char *dtype, char *why, size_t len);
+
+/* A GEMM's fraction of the peak at shape (m x k) @ (k x n): linear in
+ * log(2mnk) between the table's neighbouring sizes, clamped to its ends. */
+double gemm_eff_at(const gemm_table_t *t, double m, double n, double k);
+
 typedef struct {
     char name[48];
     double peak;            /* dense bf16 FLOP/s per GPU */
@@ -32,6 +48,8 @@ typedef struct {
     int causal_credit;      /* MFU counts attention's causal FLOPs (half the square) instead of
                                the whole T x T square (PaLM's convention, the suite's default) */
     double gemm_eff;        /* bf16 GEMMs */
+    const gemm_table_t *gemm_table;   /* when set, each GEMM at its own shape's efficiency
+                                         instead of gemm_eff */
     double attn_eff;        /* causal flash attention, forward + backward, on causal FLOPs */
     double dp_overlap;      /* share of the data-parallel communication hidden behind backward */
     double cp_overlap;      /* share of ring attention's transfers hidden behind its compute */

@@ -34,9 +34,15 @@ static void print_cluster(const cluster_t *c) {
     printf("cluster: %s: %.4g TFLOP/s per GPU, %.0f GB; links %.3g GB/s + %.3g us inside a node, %.3g GB/s + %.3g us "
            "between nodes; memory-bound kernels %.4g GB/s\n", c->name, c->peak / 1e12, c->mem / 1e9, c->intra_bw / 1e9,
            c->intra_lat * 1e6, c->inter_bw / 1e9, c->inter_lat * 1e6, c->mem_bw / 1e9);
-    printf("assumed: GEMMs at %.0f%% of the peak, causal attention (fwd + bwd) at %.0f%%; hidden behind compute: "
+    char gemm[128];
+    const gemm_table_t *t = c->gemm_table;
+    if (t) snprintf(gemm, sizeof gemm, "GEMMs at their shape's efficiency (%d sizes, %.1f%% at 2 x %.3g FLOPs to "
+                    "%.1f%% at 2 x %.3g)", t->n, 100 * t->eff[0], t->flops[0] / 2, 100 * t->eff[t->n - 1],
+                    t->flops[t->n - 1] / 2);
+    else snprintf(gemm, sizeof gemm, "GEMMs at %.0f%% of the peak", 100 * c->gemm_eff);
+    printf("assumed: %s, causal attention (fwd + bwd) at %.0f%%; hidden behind compute: "
            "%.0f%% of the data-parallel, %.0f%% of the context-parallel, %.0f%% of the tensor-parallel "
-           "communication; plans use at most %.0f%% of the memory\n", 100 * c->gemm_eff, 100 * c->attn_eff,
+           "communication; plans use at most %.0f%% of the memory\n", gemm, 100 * c->attn_eff,
            100 * c->dp_overlap, 100 * c->cp_overlap, 100 * c->tp_overlap, 100 * c->mem_headroom);
 }
 
@@ -243,7 +249,7 @@ static void parse_eval(const char *s, par_t *p) {
 
 /* The command line. */
 typedef struct {
-    const char *preset, *cluster_name, *eval, *csv, *attn_flops, *dtype_name;
+    const char *preset, *cluster_name, *eval, *csv, *attn_flops, *dtype_name, *gemm_table, *gemm_at;
     int gpus, top, table, seq, node, batch_seqs;
     double tokens_m, gemm_eff, attn_eff, dp_overlap, tp_overlap, cp_overlap;
     double intra, inter, intra_us, inter_us, peak_tf, mem_gbs;
@@ -278,6 +284,9 @@ static void parse_options(int argc, char **argv, options_t *o) {
         {"intra-us", ARG_DOUBLE, &o->intra_us, "override: latency inside a node, microseconds", NULL, -1, 1e6},
         {"inter-us", ARG_DOUBLE, &o->inter_us, "override: latency between nodes, microseconds", NULL, -1, 1e6},
         {"gemm-eff", ARG_DOUBLE, &o->gemm_eff, "override: share of the peak GEMMs reach", NULL, 0, 1},
+        {"gemm-table", ARG_STRING, &o->gemm_table, "or each GEMM at its shape's efficiency, interpolated in a "
+                                                   "measured CSV of chapter 01's (rows of the --dtype)", NULL, 0, 0},
+        {"gemm-at", ARG_STRING, &o->gemm_at, "print the --gemm-table efficiency and time of one GEMM M,N,K and exit", NULL, 0, 0},
         {"attn-eff", ARG_DOUBLE, &o->attn_eff, "override: share of the peak attention reaches", NULL, 0, 1},
         {"dp-overlap", ARG_DOUBLE, &o->dp_overlap, "override: share of data-parallel traffic hidden", NULL, -1, 1},
         {"tp-overlap", ARG_DOUBLE, &o->tp_overlap, "override: share of tensor-parallel traffic hidden", NULL, -1, 1},
@@ -295,9 +304,17 @@ static void parse_options(int argc, char **argv, options_t *o) {
                flags, ARRAY_LEN(flags));
 }
 
-/* The cluster preset with the overrides applied. */
-static void build_cluster(const options_t *o, cluster_t *cl) {
+/* The cluster preset with the overrides applied (the GEMM table in `t`). */
+static void build_cluster(const options_t *o, cluster_t *cl, gemm_table_t *t) {
     cost_cluster(cl, o->cluster_name);
+    if (o->gemm_table) {
+        char why[200];
+        if (o->gemm_eff > 0) usage_error("--gemm-eff and --gemm-table: give one");
+        if (gemm_table_load(t, o->gemm_table, o->dtype_name, why, sizeof why)) usage_error("--gemm-table: %s", why);
+        cl->gemm_table = t;
+    } else if (o->gemm_at) {
+        usage_error("--gemm-at needs a --gemm-table");
+    }
     if (!strcmp(o->cluster_name, "cpu")) {
         /* one thread per rank at the measured single-core peak; ranks beyond
          * the cores share them */
@@ -523,11 +540,23 @@ static int rank_plans(const model_config_t *cfg, long batch, const cluster_t *cl
     return 0;
 }
 
+/* --gemm-at M,N,K: one GEMM's FLOPs, efficiency and time on the cluster. */
+static int gemm_at(const cluster_t *cl, const char *shape) {
+    long d[3];
+    if (args_size_list(shape, d, 3, "gemm-at") != 3) usage_error("--gemm-at: give M,N,K");
+    double eff = gemm_eff_at(cl->gemm_table, d[0], d[1], d[2]), flops = 2.0 * d[0] * d[1] * d[2];
+    printf("gemm %ld x %ld x %ld: %.6g FLOPs at %.4f%% of %.4g TFLOP/s = %.6g ms\n", d[0], d[1], d[2], flops,
+           100 * eff, cl->peak / 1e12, 1e3 * flops / (cl->peak * eff));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     options_t o;
     parse_options(argc, argv, &o);
     cluster_t cl;
-    build_cluster(&o, &cl);
+    gemm_table_t table;
+    build_cluster(&o, &cl, &table);
+    if (o.gemm_at) return gemm_at(&cl, o.gemm_at);
     if (o.table) return llama3_table4(&cl, o.csv, argc, argv);
     const int dtype = strcmp(o.dtype_name, "fp32") ? 2 : 4;   /* bytes */
     model_config_t cfg;

@@ -13,6 +13,14 @@
                                         each total the sum of its kinds and within 90% of
                                         80 GB, MFU = TFLOP/s / 989.4
 
+    check_plan.py gemm TABLE OUTPUT     --gemm-at lines: each GEMM's efficiency and time
+                                        from TABLE's bf16 rows, interpolated linearly in
+                                        log(2mnk), clamped to the table's ends
+    check_plan.py gemms TABLE OUTPUT V C H KV HD F T L tp cp pp
+                                        an --eval with --gemm-table: its GEMMs term is
+                                        3 x micro-batches x (the stage's layers' and the
+                                        head's forward GEMMs, each at its own efficiency)
+
 For `eval`, ARGS repeat the model and plan: V C L H KV HD F T BATCH GPUS tp cp pp zero
 (an independent count of the parameters on the fullest GPU: the last stage,
 ceil(L/pp) layers and the head, each tensor split as tensor parallelism splits it;
@@ -160,8 +168,68 @@ def plans(path, n):
     print("%d plans in MFU order, each total the sum of its kinds, MFU from TFLOP/s" % len(rows))
 
 
+def gemm_table(path):
+    best = {}
+    for r in csv.DictReader(open(path)):
+        if r["dtype"] == "bf16":
+            f = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"])
+            best[f] = max(best.get(f, 0.0), float(r["hfu"]) / 100)
+    return sorted(best.items())
+
+
+def eff_at(table, m, n, k):
+    x = math.log(2.0 * m * n * k)
+    pts = [(math.log(f), e) for f, e in table]
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1]
+    for (x0, e0), (x1, e1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            return e0 + (e1 - e0) * (x - x0) / (x1 - x0)
+
+
+def gemm(table_path, out):
+    table, bad, n = gemm_table(table_path), [], 0
+    for m in re.finditer(r"gemm (\d+) x (\d+) x (\d+): \S+ FLOPs at ([0-9.]+)% of ([0-9.]+) TFLOP/s = (\S+) ms",
+                         open(out).read()):
+        M, N, K = (int(x) for x in m.groups()[:3])
+        got_eff, peak, got_ms = float(m.group(4)) / 100, float(m.group(5)) * 1e12, float(m.group(6))
+        want = eff_at(table, M, N, K)
+        n += 1
+        if abs(got_eff - want) > 1e-6:
+            bad.append("%d x %d x %d: efficiency %.6f, recomputed %.6f" % (M, N, K, got_eff, want))
+        if abs(got_ms - 1e3 * 2.0 * M * N * K / (peak * want)) > 1e-5 * got_ms:
+            bad.append("%d x %d x %d: %.6g ms, recomputed %.6g" % (M, N, K, got_ms, 2e3 * M * N * K / (peak * want)))
+    if n == 0:
+        bad.append("no gemm lines in %s" % out)
+    if bad:
+        fail(bad)
+    print("%d GEMMs: efficiency and time as the table interpolated in log FLOPs says" % n)
+
+
+def gemms(table_path, out, args):
+    V, C, H, KV, HD, F, T, L, tp, cp, pp = (int(a) for a in args)
+    table, text = gemm_table(table_path), open(out).read()
+    got = float(re.search(r"GEMMs ([0-9.]+)", text).group(1))
+    mbs = int(re.search(r"^\s+1\s+\d+\s+\d+\s+\d+\s+\d+\s+\S+(?: x\d+)?\s+(\d+)\s", text, re.M).group(1))
+    micro = int(re.search(r"\((\d+) micro-batches\)", text).group(1))
+    rows, q, kv = mbs * T / cp, H // tp * HD, (KV // tp if KV % tp == 0 else 1) * HD
+    sec = lambda n, k: 2.0 * rows * n * k / (989.4e12 * eff_at(table, rows, n, k))
+    layer = sec(q, C) + 2 * sec(kv, C) + sec(C, q) + 2 * sec(F // tp, C) + sec(C, F // tp)
+    want = micro * 3 * (math.ceil(L / pp) * layer + sec(V // tp, C))
+    if abs(got - want) > 0.002 * want + 0.0011:
+        fail(["GEMMs %.3f s, recomputed %.3f s" % (got, want)])
+    print("GEMMs %.3f s = 3 x %d micro-batches x every forward GEMM at its shape's efficiency (%.3f s)"
+          % (got, micro, want))
+
+
 if len(sys.argv) >= 3 and sys.argv[1] == "table4":
     table4(sys.argv[2])
+elif len(sys.argv) == 4 and sys.argv[1] == "gemm":
+    gemm(sys.argv[2], sys.argv[3])
+elif len(sys.argv) == 15 and sys.argv[1] == "gemms":
+    gemms(sys.argv[2], sys.argv[3], sys.argv[4:])
 elif len(sys.argv) == 3 and sys.argv[1] == "cp":
     cp_exposed(sys.argv[2])
 elif len(sys.argv) == 4 and sys.argv[1] == "plans":
