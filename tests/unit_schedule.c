@@ -51,7 +51,7 @@ static void replay_one(pipe_schedule_t *s, void *ctx) {
         f[i] = 1.0 / s->V;
         b[i] = bf / s->V;
     }
-    pipe_costs_t c = {f, b, 0};
+    pipe_costs_t c = {f, b, 0, NULL};
     pipe_replay_t r;
     char err[300];
     if (pipe_replay(s, &c, &r, err, sizeof err)) UNIT_FAIL("%s", err);
@@ -74,7 +74,7 @@ TEST(schedule_lecture_example_4_stages_4_micro_batches_is_4_of_7_busy) {
     pipe_schedule_t s;
     pipe_schedule_build(&s, PIPE_GPIPE, 4, 4, 1);
     double one[4] = {1, 1, 1, 1};
-    pipe_costs_t c = {one, one, 0};
+    pipe_costs_t c = {one, one, 0, one};
     pipe_replay_t r;
     EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);
     EXPECT_NEAR(r.step, 14, 0);                    /* (M + P - 1) forwards + as many backwards */
@@ -198,7 +198,7 @@ TEST(schedule_checker_catches_a_deadlock) {
     expect_refused(&naive, "deadlock", "stage 0 naive, stage 1 GPipe");
     pipe_replay_t r;
     double one[2] = {1, 1};
-    pipe_costs_t c = {one, one, 0};
+    pipe_costs_t c = {one, one, 0, one};
     EXPECT(pipe_replay(&naive, &c, &r, NULL, 0) != 0);
     pipe_replay_free(&r);
     pipe_schedule_free(&naive);
@@ -226,7 +226,7 @@ TEST(schedule_one_stream_per_rank_needs_sends_and_receives_grouped) {
         EXPECT(pipe_schedule_check(&s, err, sizeof err) == 0);
         pipe_schedule_ungroup(&s);
         double one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-        pipe_costs_t c = {one, one, 0};
+        pipe_costs_t c = {one, one, 0, one};
         pipe_replay_t r;
         EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);   /* MPI: no deadlock */
         pipe_replay_free(&r);
@@ -247,7 +247,7 @@ TEST(schedule_replay_charges_each_message_its_time) {
     pipe_schedule_t s;
     pipe_schedule_build(&s, PIPE_GPIPE, 2, 1, 1);
     double f[2] = {1, 2}, b[2] = {4, 3};
-    pipe_costs_t c = {f, b, 0.25};
+    pipe_costs_t c = {f, b, 0.25, NULL};
     pipe_replay_t r;
     EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);
     EXPECT_NEAR(r.step, 1 + 0.25 + 2 + 3 + 0.25 + 4, 1e-15);
