@@ -238,8 +238,6 @@ int main(int argc, char **argv) {
     int P = p.stages, V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
     char why[200];
     if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) usage_error("%s", why);
-    if (kind == PIPE_ZBH1 && (tr.recompute.every || tr.recompute.block || tr.recompute.selective))
-        usage_error("zbh1 splits the backward: its W reads activations that recomputation would refill");
     if (p.show) {   /* the picture, checked, and nothing else */
         pipe_schedule_build(&p.s, kind, P, M, V);
         char err[300];
