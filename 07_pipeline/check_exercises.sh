@@ -21,7 +21,8 @@ b_gpipe_lecture=$(bubble gpipe 4 4)
 b_inter=$(bubble interleaved 4 8)
 h_inter=$(held0 interleaved 4 8)
 h_1f1b=$(held0 1f1b 4 8)
-for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b"; do
+b_zbh1=$(bubble zbh1 4 8)
+for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$b_zbh1"; do
     [ -n "$v" ] || { echo "error: could not read the bubble or the activations from pipeline --show-schedule" >&2; exit 2; }
 done
 
@@ -42,7 +43,8 @@ program='BEGIN {
     want("ex3_extra_us_8_stages", 2 * 7 * t * 1e6, 0.01, "the fill and the drain each cross P - 1 links")
     # 4. zero bubble: ZB-H1 against 1F1B with t_F = t_B = t_W
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
+    want("ex4_zbh1_bubble_percent", 100 * b_zbh1, 0.005, "(P-1)/(3M+P-1): idle slots of F, B and W over all of them")
 }
 END { finish("07") }'
 check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
-    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b"
+    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v b_zbh1="$b_zbh1"

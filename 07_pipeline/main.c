@@ -132,6 +132,10 @@ static void summary(pipeline_t *p, train_t *tr) {
     if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
     if (p->e.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
+        double tf = 0, tb = 0, tw = 0;
+        for (int i = 0; i < P * V; i++) { tf += r.fwd[i] / (P * V); tb += r.bwd[i] / (P * V); tw += r.w[i] / (P * V); }
+        say("         action times, mean over stages: F %.2f, B %.2f, W %.2f ms (W = %.0f%% of the backward)\n",
+            1e3 * tf, 1e3 * tb, 1e3 * tw, tb + tw > 0 ? 100 * tw / (tb + tw) : 0.0);
         pipe_schedule_t q;
         pipe_schedule_build(&q, PIPE_1F1B, P, M, V);
         for (int i = 0; i < P * V; i++) b[i] = r.bwd[i] + r.w[i];
@@ -140,7 +144,7 @@ static void summary(pipeline_t *p, train_t *tr) {
         double f1 = pipe_bubble_formula(PIPE_1F1B, P, M, V);
         say("         1F1B replayed with the same action times (its backward = B + W): %.1f%% (step %.2f ms; "
             "formula (P-1)/(M+P-1) = %.1f%%)\n", 100 * rp.bubble, 1e3 * rp.step, 100 * f1);
-        if (bub) fprintf(bub, "1f1b,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", P, M, V, rp.bubble, f1, 1e3 * rp.step);
+        if (bub) fprintf(bub, "1f1b,%d,%d,%d,replay_split_actions,%.5f,%.5f,%.3f\n", P, M, V, rp.bubble, f1, 1e3 * rp.step);
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
     }
