@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
         "07_pipeline", "07_pipeline/pipeline", "pipeline parallelism",
         "Pipeline-parallel training of the Llama-style model: the layers cut into\n"
         "stages, micro-batches flowing through them under a schedule (naive, GPipe,\n"
-        "1F1B, interleaved 1F1B), the bubble measured, replayed and set beside its\n"
+        "1F1B, interleaved 1F1B, ZB-H1), the bubble measured, replayed and set beside its\n"
         "formula; data-parallel replicas of the pipeline with --dp.", flags, ARRAY_LEN(flags)};
     train_t tr;
     train_defaults(&tr);
