@@ -27,7 +27,8 @@ plan=$root/10_nd_llama/plan
 [ -x "$plan" ] || { echo "error: $plan is not built: run make first" >&2; exit 2; }
 gemm_ms=$(for b in 1 2 4 8 16; do "$plan" --gemm-table "$root/01_matmul_hfu/reference/h100_hfu.csv" \
               --gemm-at $((b * 256)),4096,4096 | sed -nE "s/.* = ([0-9.e+-]+) ms$/$b \1/p"; done | tr '\n' ' ')
-for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$gemm_ms"; do
+b_zbh1=$(bubble zbh1 4 8)
+for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$b_zbh1" "$gemm_ms"; do
     [ -n "$v" ] || { echo "error: could not read the bubble or the activations from pipeline --show-schedule" >&2; exit 2; }
 done
 
@@ -48,6 +49,7 @@ program='BEGIN {
     want("ex3_extra_us_8_stages", 2 * 7 * t * 1e6, 0.01, "the fill and the drain each cross P - 1 links")
     # 4. zero bubble: ZB-H1 against 1F1B with t_F = t_B = t_W
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
+    want("ex4_zbh1_bubble_percent", 100 * b_zbh1, 0.005, "(P-1)/(3M+P-1): idle slots of F, B and W over all of them")
     # 5. the micro-batch size at a batch of 16 on 2 stages: step ~ (16 / b + 1) t(b)
     n = split(gemm_ms, g, " ")
     for (i = 1; i < n; i += 2) {
@@ -60,4 +62,4 @@ program='BEGIN {
 }
 END { finish("07") }'
 check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
-    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v gemm_ms="$gemm_ms"
+    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v b_zbh1="$b_zbh1" -v gemm_ms="$gemm_ms"

@@ -1,9 +1,11 @@
 # 07_pipeline's part of make demo (sourced by scripts/demo.sh, which defines
 # step): the lecture's picture of a schedule, the bubble against the
 # micro-batches (2 stages measured, 4 and 8 replayed), one step's timeline,
-# and the activations each schedule holds on 4 stages.
+# the activations each schedule holds on 4 stages, and ZB-H1 against 1F1B.
 step ./07_pipeline/pipeline --show-schedule --schedule gpipe --stages 4 --micro 4
 step ./07_pipeline/pipeline --show-schedule --schedule interleaved --stages 4 --micro 4
+step ./07_pipeline/pipeline --show-schedule --schedule zbh1 --stages 4 --micro 8
+step bash 07_pipeline/sweep_zbh1.sh plots/data/zbh1.csv --device cpu
 step bash 07_pipeline/sweep_bubble.sh plots/data/bubble.csv --device cpu
 step mpirun -np 2 ./07_pipeline/pipeline --device cpu --threads 1 --schedule 1f1b --micro 4 --dim 256 --heads 8 \
     --kv-heads 4 --layers 16 --seq 64 --batch 16 --steps 4 --replay 4 --gantt-csv plots/data/pipeline_gantt.csv

@@ -64,10 +64,22 @@ static void gantt_rows(FILE *f, const char *source, const pipe_schedule_t *s, do
     for (int st = 0; st < s->P; st++)
         for (int i = 0; i < s->n[st]; i++) {
             const pipe_action_t *a = &s->a[st][i];
-            if (a->op != PA_FWD && a->op != PA_BWD) continue;
+            if (pipe_is_msg(a->op)) continue;
             fprintf(f, "%s,%s,%d,%d,%d,%d,%s,%d,%d,%.4f,%.4f\n", source, pipe_kind_name[s->kind], s->P, s->M,
-                    s->V, st, a->op == PA_FWD ? "F" : "B", a->mb, a->chunk, 1e3 * t0[st][i], 1e3 * t1[st][i]);
+                    s->V, st, a->op == PA_FWD ? "F" : a->op == PA_BWD ? "B" : "W", a->mb, a->chunk,
+                    1e3 * t0[st][i], 1e3 * t1[st][i]);
         }
+}
+
+/* A split backward's replay from layer times (which hold B + W): W takes the
+ * share of the backward that this run's W actions took. */
+static void split_costs(const runner_report_t *r, int n, double *b, double *w) {
+    double sb = 0, sw = 0;
+    for (int i = 0; i < r->P * r->V; i++) { sb += r->bwd[i]; sw += r->w[i]; }
+    for (int i = 0; i < n; i++) {
+        w[i] = sb + sw > 0 ? b[i] * sw / (sb + sw) : 0;
+        b[i] -= w[i];
+    }
 }
 
 /* The summary after the run: measured against formula and replay. */
@@ -77,7 +89,8 @@ static void summary(pipeline_t *p, train_t *tr) {
     runner_report_t r;
     runner_report(&p->e, MPI_COMM_WORLD, tr->dp, tr->dp_rank, &r);
     double formula = pipe_bubble_formula(s->kind, P, M, V);
-    static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)"};
+    static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)",
+                                            "(P-1)/(3M+P-1)"};
     const char *kind = pipe_kind_name[s->kind];
     double measured = 0, span = 0;
     for (int st = 0; st < P; st++) {
@@ -102,21 +115,39 @@ static void summary(pipeline_t *p, train_t *tr) {
 
     /* the same lists on a clock: with this run's action times, then with its layer times */
     int most = (P > 32 ? P : 32) * V;
-    double msg = msg_seconds(p, (double)p->e.msg_bytes), *f = xmalloc(sizeof(double) * 2 * (size_t)most),
-           *b = f + most;
+    double msg = msg_seconds(p, (double)p->e.msg_bytes), *f = xmalloc(sizeof(double) * 3 * (size_t)most),
+           *b = f + most, *w = b + most;
     char err[300];
-    pipe_costs_t c = {r.fwd, r.bwd, msg};
+    pipe_costs_t c = {r.fwd, r.bwd, msg, r.w};
     pipe_replay_t rp;
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("         replayed with this run's action times: %.1f%% (step %.2f ms)", 100 * rp.bubble, 1e3 * rp.step);
     if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
     pipe_costs_from_layers(&r, P, V, f, b);
-    c = (pipe_costs_t){f, b, msg};
+    if (p->e.split) split_costs(&r, P * V, b, w);
+    c = (pipe_costs_t){f, b, msg, w};
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
     if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
+    if (p->e.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
+        double tf = 0, tb = 0, tw = 0;
+        for (int i = 0; i < P * V; i++) { tf += r.fwd[i] / (P * V); tb += r.bwd[i] / (P * V); tw += r.w[i] / (P * V); }
+        say("         action times, mean over stages: F %.2f, B %.2f, W %.2f ms (W = %.0f%% of the backward)\n",
+            1e3 * tf, 1e3 * tb, 1e3 * tw, tb + tw > 0 ? 100 * tw / (tb + tw) : 0.0);
+        pipe_schedule_t q;
+        pipe_schedule_build(&q, PIPE_1F1B, P, M, V);
+        for (int i = 0; i < P * V; i++) b[i] = r.bwd[i] + r.w[i];
+        c = (pipe_costs_t){r.fwd, b, msg, NULL};
+        if (pipe_replay(&q, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
+        double f1 = pipe_bubble_formula(PIPE_1F1B, P, M, V);
+        say("         1F1B replayed with the same action times (its backward = B + W): %.1f%% (step %.2f ms; "
+            "formula (P-1)/(M+P-1) = %.1f%%)\n", 100 * rp.bubble, 1e3 * rp.step, 100 * f1);
+        if (bub) fprintf(bub, "1f1b,%d,%d,%d,replay_split_actions,%.5f,%.5f,%.3f\n", P, M, V, rp.bubble, f1, 1e3 * rp.step);
+        pipe_replay_free(&rp);
+        pipe_schedule_free(&q);
+    }
     long want[16];
     int nw = strcmp(p->replay, "none") ? args_size_list(p->replay, want, 16, "replay") : 0;
     for (int i = 0; i < nw; i++) {
@@ -133,7 +164,8 @@ static void summary(pipeline_t *p, train_t *tr) {
         pipe_schedule_t q;
         pipe_schedule_build(&q, s->kind, Q, M, V);
         pipe_costs_from_layers(&r, Q, V, f, b);
-        c = (pipe_costs_t){f, b, msg};
+        if (p->e.split) split_costs(&r, Q * V, b, w);
+        c = (pipe_costs_t){f, b, msg, w};
         if (pipe_replay(&q, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
         double fq = pipe_bubble_formula(s->kind, Q, M, V);
         say("         replayed at %d stages (layer times): %.1f%% (formula %.1f%%), step %.2f ms\n", Q,
@@ -149,7 +181,7 @@ static void summary(pipeline_t *p, train_t *tr) {
     /* memory: activations held at the peak, against the schedule's promise */
     FILE *mem = tr->dist.rank == 0 && p->memory_csv ? csv_open(p->memory_csv, MEMORY_HEADER) : NULL;
     static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
-                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)"};
+                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)", "min(M, P)"};
     say("memory:  activations held at the peak, measured, in %smicro-batches (%s promises %s):\n",
         V > 1 ? "chunk " : "", kind, promise[s->kind]);
     for (int st = 0; st < P; st++) {
@@ -160,6 +192,12 @@ static void summary(pipeline_t *p, train_t *tr) {
         else
             say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
         if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
+    }
+    if (p->e.split) {   /* what W's deferral costs: every object keeps its linears' output gradients */
+        say("         of which kept from B for W (each linear's output gradient, model_dout_bytes):\n");
+        for (int st = 0; st < P; st++)
+            say("           stage %d: %d x %.4f MB = %.4f MB; W's waiting at most: %d\n", st, r.held[st],
+                r.dout_bytes[st] / 1e6, r.held[st] * r.dout_bytes[st] / 1e6, pipe_deferred_max(s, st));
     }
     /* bytes: every boundary between virtual stages carries M activations and M gradients */
     double per_msg = (double)p->e.msg_bytes, want_b = 2.0 * M * (P * V - 1) * per_msg;
@@ -174,7 +212,7 @@ static void summary(pipeline_t *p, train_t *tr) {
 int main(int argc, char **argv) {
     pipeline_t p = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
     arg_t flags[] = {
-        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
+        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|zbh1", 0, 0},
         {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
         {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
@@ -190,7 +228,7 @@ int main(int argc, char **argv) {
         "07_pipeline", "07_pipeline/pipeline", "pipeline parallelism",
         "Pipeline-parallel training of the Llama-style model: the layers cut into\n"
         "stages, micro-batches flowing through them under a schedule (naive, GPipe,\n"
-        "1F1B, interleaved 1F1B), the bubble measured, replayed and set beside its\n"
+        "1F1B, interleaved 1F1B, ZB-H1), the bubble measured, replayed and set beside its\n"
         "formula; data-parallel replicas of the pipeline with --dp.", flags, ARRAY_LEN(flags)};
     train_t tr;
     train_defaults(&tr);

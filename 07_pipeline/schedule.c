@@ -9,7 +9,7 @@
 
 #include "check.h"
 
-const char *const pipe_kind_name[PIPE_KINDS] = {"naive", "gpipe", "1f1b", "interleaved"};
+const char *const pipe_kind_name[PIPE_KINDS] = {"naive", "gpipe", "1f1b", "interleaved", "zbh1"};
 
 int pipe_kind_parse(const char *name) {
     for (int k = 0; k < PIPE_KINDS; k++)
@@ -85,6 +85,26 @@ static int order(pipe_kind_t kind, int P, int M, int V, int s, comp_t *o) {
 #undef BK
         break;
     }
+    case PIPE_ZBH1: {         /* ZB-H1 (Qi et al. 2023): 1F1B's order of F and B, with B
+                                 the input gradients only; stage s lets up to d = P - 1 - s
+                                 W's wait, so that the Bs, on the critical path, reach the
+                                 earlier stages sooner; each B of the cooldown is followed
+                                 by a W, which fills the wait for the next gradient, and
+                                 the waiting W's close the step. */
+        int w = P - s - 1 < M ? P - s - 1 : M, d = s, wn = 0;
+        for (int i = 0; i < w; i++) PUT(PA_FWD, i, 0);
+        for (int k = 0; k < M - w; k++) {
+            PUT(PA_FWD, w + k, 0);
+            PUT(PA_BWD, k, 0);
+            if (k + 1 - wn > d) PUT(PA_W, wn++, 0);
+        }
+        for (int i = M - w; i < M; i++) {
+            PUT(PA_BWD, i, 0);
+            PUT(PA_W, wn++, 0);
+        }
+        while (wn < M) PUT(PA_W, wn++, 0);
+        break;
+    }
     default:
         die("pipeline: unknown schedule %d", (int)kind);
     }
@@ -97,14 +117,14 @@ static int order(pipe_kind_t kind, int P, int M, int V, int s, comp_t *o) {
  * the receives of the next block's inputs, all posted as one group. */
 static void lower(pipe_schedule_t *s, int stage, const comp_t *o, int nc, int group) {
     int P = s->P, last = P * s->V - 1;
-    pipe_action_t *a = xcalloc((size_t)nc * 3, sizeof *a);
+    pipe_action_t *a = xcalloc((size_t)nc * 3 + 1, sizeof *a);
     int n = 0;
     for (int b = 0, e; b < nc; b = e) {          /* the block [b, e) */
         for (e = b; e < nc && !o[e].block_end; e++) {}
         e = e < nc ? e + 1 : nc;
         for (int i = b; i < e; i++) {            /* its inputs that come from a neighbour */
             int vs = o[i].chunk * P + stage, fwd = o[i].op == PA_FWD;
-            if (fwd ? vs > 0 : vs < last)
+            if (o[i].op != PA_W && (fwd ? vs > 0 : vs < last))
                 a[n++] = (pipe_action_t){PA_RECV, o[i].mb, o[i].chunk, fwd ? PM_ACT : PM_GRAD,
                                          (fwd ? vs - 1 : vs + 1) % P, 0};
         }
@@ -112,14 +132,14 @@ static void lower(pipe_schedule_t *s, int stage, const comp_t *o, int nc, int gr
             a[n++] = (pipe_action_t){.op = o[i].op, .mb = o[i].mb, .chunk = o[i].chunk};
         for (int i = b; i < e; i++) {            /* its outputs that go to a neighbour */
             int vs = o[i].chunk * P + stage, fwd = o[i].op == PA_FWD;
-            if (fwd ? vs < last : vs > 0)
+            if (o[i].op != PA_W && (fwd ? vs < last : vs > 0))
                 a[n++] = (pipe_action_t){PA_SEND, o[i].mb, o[i].chunk, fwd ? PM_ACT : PM_GRAD,
                                          (fwd ? vs + 1 : vs - 1) % P, 0};
         }
     }
     if (group)   /* messages between two computes go as one group */
         for (int i = 0; i + 1 < n; i++)
-            a[i].with_next = a[i].op >= PA_SEND && a[i + 1].op >= PA_SEND;
+            a[i].with_next = pipe_is_msg(a[i].op) && pipe_is_msg(a[i + 1].op);
     s->a[stage] = a;
     s->n[stage] = n;
 }
@@ -134,7 +154,7 @@ static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int
     s->V = V;
     s->n = xcalloc((size_t)P, sizeof *s->n);
     s->a = xcalloc((size_t)P, sizeof *s->a);
-    comp_t *o = xmalloc(sizeof *o * 2 * (size_t)M * (size_t)V);
+    comp_t *o = xmalloc(sizeof *o * 3 * (size_t)M * (size_t)V);
     for (int st = 0; st < P; st++) lower(s, st, o, order(kind, P, M, V, st, o), group);
     free(o);
 }
@@ -173,8 +193,8 @@ static int input_msg(const pipe_schedule_t *s, int stage, const pipe_action_t *a
 }
 
 static const char *op_name(int op) {
-    static const char *n[4] = {"FWD", "BWD", "SEND", "RECV"};
-    return op >= 0 && op < 4 ? n[op] : "?";
+    static const char *n[5] = {"FWD", "BWD", "SEND", "RECV", "W"};
+    return op >= 0 && op < 5 ? n[op] : "?";
 }
 
 static void describe(char *buf, size_t len, const pipe_action_t *a) {
@@ -218,7 +238,9 @@ int pipe_replay(const pipe_schedule_t *s, const pipe_costs_t *c, pipe_replay_t *
                     int in = input_msg(s, st, a);
                     if (in >= 0 && posted[in] < 0) break;
                     if (in >= 0 && posted[in] + c->msg_s > t0) t0 = posted[in] + c->msg_s;
-                    double d = (a->op == PA_FWD ? c->fwd : c->bwd)[st * V + a->chunk];
+                    const double *cost = a->op == PA_FWD ? c->fwd : a->op == PA_BWD ? c->bwd : c->w;
+                    if (!cost) die("pipeline: a replay of a list with W's needs their times");
+                    double d = cost[st * V + a->chunk];
                     t1 = t0 + d;
                     r->busy[st] += d;
                     clock[st] = t1;
@@ -293,7 +315,7 @@ static int stream_check(const pipe_schedule_t *s, char *err, size_t len) {
         for (int i = 0; i < n; i++) {
             const pipe_action_t *a = &s->a[st][i];
             group_of[st][i] = -1;
-            if (a->op == PA_FWD || a->op == PA_BWD) {
+            if (!pipe_is_msg(a->op)) {
                 comps++;
                 continue;
             }
@@ -314,7 +336,7 @@ static int stream_check(const pipe_schedule_t *s, char *err, size_t len) {
         comps = 0;
         for (int i = 0; i < n; i++) {
             const pipe_action_t *a = &s->a[st][i];
-            if (a->op != PA_FWD && a->op != PA_BWD) continue;
+            if (pipe_is_msg(a->op)) continue;
             int in = input_msg(s, st, a);
             c_group[st][comps++] = in >= 0 ? recv_group[in] : -1;
         }
@@ -385,13 +407,25 @@ static int stream_check(const pipe_schedule_t *s, char *err, size_t len) {
 
 /* ---- the checker ---------------------------------------------------------------------- */
 int pipe_inflight_max(const pipe_schedule_t *s, int stage) {
-    int held = 0, most = 0;
+    int held = 0, most = 0, split = 0;
+    for (int i = 0; i < s->n[stage]; i++) split |= s->a[stage][i].op == PA_W;
     for (int i = 0; i < s->n[stage]; i++) {
         if (s->a[stage][i].op == PA_FWD && ++held > most) most = held;
-        if (s->a[stage][i].op == PA_BWD) held--;
+        if (s->a[stage][i].op == (split ? PA_W : PA_BWD)) held--;
     }
     return most;
 }
+
+int pipe_deferred_max(const pipe_schedule_t *s, int stage) {
+    int held = 0, most = 0, split = 0;
+    for (int i = 0; i < s->n[stage]; i++) split |= s->a[stage][i].op == PA_W;
+    for (int i = 0; i < s->n[stage] && split; i++) {
+        if (s->a[stage][i].op == PA_BWD && ++held > most) most = held;
+        if (s->a[stage][i].op == PA_W) held--;
+    }
+    return most;
+}
+
 
 int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage) {
     int b;
@@ -399,6 +433,7 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage) {
     case PIPE_NAIVE: return 1;
     case PIPE_GPIPE: return M;
     case PIPE_1F1B: return P - stage < M ? P - stage : M;
+    case PIPE_ZBH1: return P < M ? P : M;
     case PIPE_INTERLEAVED:
         b = 2 * (P - stage - 1) + (V - 1) * P + 1;
         return b < M * V ? b : M * V;
@@ -411,6 +446,7 @@ double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V) {
     case PIPE_NAIVE: return (P - 1.0) / P;
     case PIPE_GPIPE: case PIPE_1F1B: return (P - 1.0) / (M + P - 1.0);
     case PIPE_INTERLEAVED: return (P - 1.0) / ((double)V * M + P - 1.0);
+    case PIPE_ZBH1: return (P - 1.0) / (3.0 * M + P - 1.0);
     default: return 0;
     }
 }
@@ -420,19 +456,29 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
     char what[96];
     /* 1, 2: each compute once, forward first; its messages around it */
     int *fpos = xmalloc(sizeof(int) * (size_t)M * V), *bpos = xmalloc(sizeof(int) * (size_t)M * V);
+    int *wpos = xmalloc(sizeof(int) * (size_t)M * V);
     int *recv_pos = xmalloc(sizeof(int) * (size_t)nm), *send_pos = xmalloc(sizeof(int) * (size_t)nm);
     int rc = 0;
     for (int st = 0; st < P && rc == 0; st++) {
-        for (int i = 0; i < M * V; i++) fpos[i] = bpos[i] = -1;
+        for (int i = 0; i < M * V; i++) fpos[i] = bpos[i] = wpos[i] = -1;
+        int split = 0;
         for (int i = 0; i < nm; i++) recv_pos[i] = send_pos[i] = -1;
         for (int i = 0; i < s->n[st] && rc == 0; i++) {
             const pipe_action_t *a = &s->a[st][i];
             describe(what, sizeof what, a);
-            if (a->mb < 0 || a->mb >= M || a->chunk < 0 || a->chunk >= V || a->op < PA_FWD || a->op > PA_RECV) {
+            if (a->mb < 0 || a->mb >= M || a->chunk < 0 || a->chunk >= V || a->op < PA_FWD || a->op > PA_W) {
                 rc = fail(err, len, "stage %d action %d (%s): no such micro-batch, chunk or operation", st, i, what);
                 break;
             }
             int vs = pipe_vstage(s, st, a->chunk);
+            if (a->op == PA_W) {   /* 6: the weight-gradient half, once, after its B */
+                int k = a->mb * V + a->chunk;
+                split = 1;
+                if (wpos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, wpos[k], i);
+                else if (bpos[k] < 0) rc = fail(err, len, "stage %d runs %s (action %d) before its backward", st, what, i);
+                wpos[k] = i;
+                continue;
+            }
             if (a->op == PA_FWD || a->op == PA_BWD) {
                 int *pos = a->op == PA_FWD ? fpos : bpos, k = a->mb * V + a->chunk;
                 if (pos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, pos[k], i);
@@ -464,14 +510,14 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
                 int k = a->mb * V + a->chunk, from = a->msg == PM_ACT ? fpos[k] : bpos[k];
                 if (from < 0) rc = fail(err, len, "stage %d action %d (%s) sends before computing it", st, i, what);
             }
-            if (a->with_next && (i + 1 >= s->n[st] || s->a[st][i + 1].op < PA_SEND))
+            if (a->with_next && (i + 1 >= s->n[st] || !pipe_is_msg(s->a[st][i + 1].op)))
                 rc = fail(err, len, "stage %d action %d (%s) is grouped with an action that is no message", st, i, what);
         }
         for (int k = 0; k < M * V && rc == 0; k++) {
             int mb = k / V, c = k % V, vs = pipe_vstage(s, st, c);
-            if (fpos[k] < 0 || bpos[k] < 0)
+            if (fpos[k] < 0 || bpos[k] < 0 || (split && wpos[k] < 0))
                 rc = fail(err, len, "stage %d never runs the %s of micro-batch %d chunk %d", st,
-                          fpos[k] < 0 ? "forward" : "backward", mb, c);
+                          fpos[k] < 0 ? "forward" : bpos[k] < 0 ? "backward" : "W (weight gradients)", mb, c);
             else if (vs < PV - 1 && send_pos[msg_id(s, PM_ACT, mb, vs)] < 0)
                 rc = fail(err, len, "stage %d never sends the activation of micro-batch %d chunk %d", st, mb, c);
             else if (vs > 0 && send_pos[msg_id(s, PM_GRAD, mb, vs)] < 0)
@@ -487,6 +533,7 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
     }
     free(fpos);
     free(bpos);
+    free(wpos);
     free(recv_pos);
     free(send_pos);
     /* 3: between each ordered pair, the k-th send is the k-th receive's message */
@@ -519,7 +566,7 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
     if (rc == 0) {
         double *one = xmalloc(sizeof(double) * (size_t)PV);
         for (int i = 0; i < PV; i++) one[i] = 1;
-        pipe_costs_t c = {one, one, 0};
+        pipe_costs_t c = {one, one, 0, one};
         pipe_replay_t r;
         rc = pipe_replay(s, &c, &r, err, len);
         pipe_replay_free(&r);
@@ -543,13 +590,16 @@ void pipe_schedule_print(const pipe_schedule_t *s, FILE *f) {
     int P = s->P, M = s->M, V = s->V, PV = P * V;
     double *one = xmalloc(sizeof(double) * (size_t)PV);
     for (int i = 0; i < PV; i++) one[i] = 1;
-    pipe_costs_t c = {one, one, 0};
+    pipe_costs_t c = {one, one, 0, one};
     pipe_replay_t r;
     char err[256];
     if (pipe_replay(s, &c, &r, err, sizeof err)) die("pipeline: %s", err);
     int slots = (int)(r.step + 0.5), w = (M > 10 ? 3 : 2) + (V > 1) + 1;
-    fprintf(f, "schedule %s: %d stage%s x %d micro-batch%s (one slot per forward or backward%s, messages free)\n",
-            pipe_kind_name[s->kind], P, P == 1 ? "" : "s", M, M == 1 ? "" : "es", V > 1 ? " of a chunk" : "");
+    int split = 0;
+    for (int i = 0; i < s->n[0]; i++) split |= s->a[0][i].op == PA_W;
+    fprintf(f, "schedule %s: %d stage%s x %d micro-batch%s (one slot per forward or backward%s%s, messages free)\n",
+            pipe_kind_name[s->kind], P, P == 1 ? "" : "s", M, M == 1 ? "" : "es", V > 1 ? " of a chunk" : "",
+            split ? ", the backward split in B and W of one slot each" : "");
     if (V > 1) fprintf(f, "  %d chunks per stage: F3a is micro-batch 3 through the stage's first chunk, F3b its second\n", V);
     char *row = xmalloc((size_t)slots * (size_t)w + 1);
     for (int st = 0; st < P; st++) {
@@ -558,26 +608,33 @@ void pipe_schedule_print(const pipe_schedule_t *s, FILE *f) {
         for (int t = 0; t < slots; t++) row[t * w] = '.';
         for (int i = 0; i < s->n[st]; i++) {
             const pipe_action_t *a = &s->a[st][i];
-            if (a->op != PA_FWD && a->op != PA_BWD) continue;
-            char cell[16];
-            if (V > 1) snprintf(cell, sizeof cell, "%c%d%c", a->op == PA_FWD ? 'F' : 'B', a->mb, 'a' + a->chunk);
-            else snprintf(cell, sizeof cell, "%c%d", a->op == PA_FWD ? 'F' : 'B', a->mb);
+            if (pipe_is_msg(a->op)) continue;
+            char cell[16], op = a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W';
+            if (V > 1) snprintf(cell, sizeof cell, "%c%d%c", op, a->mb, 'a' + a->chunk);
+            else snprintf(cell, sizeof cell, "%c%d", op, a->mb);
             memcpy(row + (int)(r.t0[st][i] + 0.5) * w, cell, strlen(cell));
         }
         fprintf(f, "  stage %-2d %s\n", st, row);
     }
-    long busy = 2L * M * V * P, all = (long)slots * P, g = gcd(busy, all);
+    long busy = (2L + split) * M * V * P, all = (long)slots * P, g = gcd(busy, all);
     long idle = all - busy, g2 = gcd(idle, all);
     const char *formula = s->kind == PIPE_NAIVE ? "(P-1)/P"
-                        : s->kind == PIPE_INTERLEAVED ? "(P-1)/(V M+P-1)" : "(P-1)/(M+P-1)";
+                        : s->kind == PIPE_INTERLEAVED ? "(P-1)/(V M+P-1)"
+                        : s->kind == PIPE_ZBH1 ? "(P-1)/(3M+P-1)" : "(P-1)/(M+P-1)";
     fprintf(f, "busy %ld of %ld stage-slots: utilisation %ld/%ld = %.1f%%, bubble %ld/%ld = %.1f%% "
             "(formula %s = %.1f%%)\n", busy, all, busy / g, all / g, 100.0 * busy / all, idle / g2,
             all / g2, 100.0 * idle / all, formula, 100 * pipe_bubble_formula(s->kind, P, M, V));
     fprintf(f, "activations held at most, in %smicro-batches:", V > 1 ? "chunk " : "");
     for (int st = 0; st < P; st++) fprintf(f, " stage %d: %d", st, pipe_inflight_max(s, st));
     static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
-                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)"};
+                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)",
+                                              "min(M, P)"};
     fprintf(f, " (%s)\n", promise[s->kind]);
+    if (split) {
+        fprintf(f, "W's waiting at most (B run, W not), in micro-batches:");
+        for (int st = 0; st < P; st++) fprintf(f, " stage %d: %d", st, pipe_deferred_max(s, st));
+        fprintf(f, "\n");
+    }
     free(row);
     free(one);
     pipe_replay_free(&r);

@@ -31,8 +31,8 @@
 extern "C" {
 #endif
 
-typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_KINDS } pipe_kind_t;
-extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved" */
+typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_ZBH1, PIPE_KINDS } pipe_kind_t;
+extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved", "zbh1" */
 
 /* The kind named `name`, or -1. */
 int pipe_kind_parse(const char *name);
@@ -63,14 +63,21 @@ void pipe_schedule_ungroup(pipe_schedule_t *s);
  *     completes when both have found their partner), and a message group
  *     starts only after the computes posted before it;
  *  5. the activations in flight (forwards whose backward has not run, in
- *     chunk micro-batches) never exceed pipe_inflight_bound on any stage. */
+ *     chunk micro-batches) never exceed pipe_inflight_bound on any stage;
+ *  6. in a list with W's (a split backward): every (mb, chunk) has exactly
+ *     one W, after its BWD (so before the step's end). */
 int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len);
 
 /* The most chunk micro-batches whose activations stage holds at once under
- * this list (forwards done, backwards not). */
+ * this list (forwards done, backwards not; with W's: W not, since W reads
+ * the inputs of the linears). */
 int pipe_inflight_max(const pipe_schedule_t *s, int stage);
+/* The most chunk micro-batches whose B has run and W not yet (0 without W's):
+ * each keeps its linears' output gradients (model_dout_bytes). */
+int pipe_deferred_max(const pipe_schedule_t *s, int stage);
 /* What the schedule promises for that (in chunk micro-batches):
- *   naive 1 | GPipe M | 1F1B min(M, P - stage) |
+ *   naive 1 | GPipe M | 1F1B min(M, P - stage) | ZB-H1 min(M, P): stage s
+ *   lets s W's wait, so every stage holds up to P, 1F1B's peak (its stage 0) |
  *   interleaved min(V M, 2 (P - stage - 1) + (V - 1) P + 1)   (Megatron's warm-up + 1) */
 int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
 
@@ -78,7 +85,10 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
  * take the same time and messages are free:
  *   naive (P - 1) / P                            one micro-batch at a time
  *   GPipe, 1F1B (P - 1) / (M + P - 1)            Huang et al. 2019; Narayanan et al. 2019
- *   interleaved (P - 1) / (V M + P - 1)          Narayanan et al. 2021 */
+ *   interleaved (P - 1) / (V M + P - 1)          Narayanan et al. 2021
+ *   ZB-H1 (P - 1) / (3 M + P - 1)                Qi et al. 2023, with T_F = T_B = T_W:
+ *       the bubble (P - 1)(T_F + T_B - T_W) against 1F1B's (P - 1)(T_F + T_B + T_W)
+ *       (1F1B's backward is B + W), a step of M (T_F + T_B + T_W) + that. */
 double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V);
 
 /* ---- the replay ----------------------------------------------------------------------
@@ -89,8 +99,10 @@ double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V);
  * stage's idle time is the step minus its compute, so the wait for the
  * pipeline to drain counts as bubble as the wait to fill it does. */
 typedef struct {
-    const double *fwd, *bwd;     /* (P V) seconds, index stage * V + chunk */
+    const double *fwd, *bwd;     /* (P V) seconds, index stage * V + chunk; bwd: a BWD's (B's
+                                    alone where the list has W's) */
     double msg_s;                /* from a send's post to the message's arrival */
+    const double *w;             /* (P V) a W's seconds (NULL in a list without W's) */
 } pipe_costs_t;
 
 typedef struct {
@@ -109,7 +121,8 @@ void pipe_replay_free(pipe_replay_t *r);
 
 /* The lecture's picture: time runs right in slots of one chunk pass (every
  * forward and backward one slot, messages free), one row per stage, "F3"
- * forward and "B3" backward of micro-batch 3 ("F3b": chunk b), "." idle; then
+ * forward and "B3" backward of micro-batch 3 ("F3b": chunk b), "W3" its
+ * weight-gradient half where the list splits the backward, "." idle; then
  * the busy share, the bubble beside its formula and the activations held. */
 void pipe_schedule_print(const pipe_schedule_t *s, FILE *f);
 

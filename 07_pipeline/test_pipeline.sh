@@ -77,18 +77,30 @@ numbers)  # NP [FLAGS...]: every number the summary prints against its formula o
         /^ +stage [0-9]+: [0-9]+ \(promised/ { s = $2 + 0; held = $3 + 0; prom = $5 + 0
                        if (kind == "naive") want = 1; else if (kind == "gpipe") want = M
                        else if (kind == "1f1b") want = (P - s < M ? P - s : M)
+                       else if (kind == "zbh1") want = (P < M ? P : M)
                        else { want = 2 * (P - s - 1) + (V - 1) * P + 1; if (want > V * M) want = V * M }
                        if (prom != want) fail("stage " s ": promised " prom ", the formula gives " want)
                        if (held != want) fail("stage " s ": " held " micro-batches held at the peak, the schedule holds " want)
                        if ($6 == "x" && ($7 * held - $10 > 0.0011 || $10 - $7 * held > 0.0011))
                            fail("stage " s ": " held " x " $7 " MB is not the " $10 " MB printed") }
+        # zbh1: what B keeps for W per micro-batch object, model_dout_bytes for the tiny
+        # model (C 32, F 128, H 4, KV 2, hd 8, vocab 64, seq 16, 16 sequences, fp32):
+        # 4 Rf (layers (2 C + 2 F + (H + 2 KV) hd) + [head] vocab + [embedding] C)
+        /^ +stage [0-9]+: [0-9]+ x [0-9.]+ MB = [0-9.]+ MB; W/ {
+                       s = $2 + 0; Rf = 16 / M * 16; per = 8 / P * 384 + (s == P - 1 ? 64 : 0) + (s == 0 ? 32 : 0)
+                       want = 4 * Rf * per / 1e6; nd++
+                       if ($5 - want > 0.00006 || want - $5 > 0.00006) fail("stage " s ": B keeps " $5 " MB for W, the formula " want)
+                       if ($3 * $5 - $8 > 0.0011 || $8 - $3 * $5 > 0.0011) fail("stage " s ": " $3 " x " $5 " MB is not " $8)
+                       if ($NF != (s + 1 < M ? s + 1 : M)) fail("stage " s ": " $NF " Ws waiting, ZB-H1 lets " s + 1 " wait") }
         /^sent:/     { sent = $2 + 0; formula_b = $NF + 0 }
         END {
             if (kind == "naive") f = (P - 1) / P
             else if (kind == "interleaved") f = (P - 1) / (V * M + P - 1)
+            else if (kind == "zbh1") f = (P - 1) / (3 * M + P - 1)
             else f = (P - 1) / (M + P - 1)
             if (shown - 100 * f > 0.051 || 100 * f - shown > 0.051) fail("formula printed " shown "%, computed " 100 * f "%")
             if (n != P) fail(n " stage lines for " P " stages")
+            if (kind == "zbh1" && nd != P) fail(nd " lines of what B keeps for W, for " P " stages")
             else if (measured - sum / n > 0.08 || sum / n - measured > 0.08)
                 fail("measured bubble " measured "% is not the mean of the stages, " sum / n "%")
             want_b = 2 * M * (P * V - 1) * bytes
@@ -157,6 +169,15 @@ show)  # --show-schedule: the lecture's 4 stages x 4 micro-batches, utilisation 
     echo "$out"
     grep -q 'utilisation 4/7 = 57.1%' <<<"$out" || { echo "error: not the lecture's 4/7"; exit 1; }
     grep -q '^  stage 3  \.  \.  \.  F0 F1 F2 F3 B0 B1 B2 B3 \.  \.  \.' <<<"$out" || { echo "error: stage 3's row differs"; exit 1; }
+    ;;
+show_zbh1)  # --show-schedule --schedule zbh1: 4 stages x 8 micro-batches, one slot per F, B and W:
+           # the last stage runs 1F1B's F and B and leaves its W's for the end; the bubble is
+           # (P - 1) slots a stage, the formula (P - 1)/(3 M + P - 1) = 3/27
+    out=$("$PIPE" --show-schedule --schedule zbh1 --stages 4 --micro 8)
+    echo "$out"
+    grep -q 'bubble 1/9 = 11.1% (formula (P-1)/(3M+P-1) = 11.1%)' <<<"$out" || { echo "error: bubble not the formula's 1/9"; exit 1; }
+    grep -q '^  stage 3  \.  \.  \.  F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7 ' <<<"$out" ||
+        { echo "error: stage 3's row differs"; exit 1; }
     ;;
 resume)  # a checkpoint of the 2-stage pipeline resumes in chapter 03's trainer on 1 rank
     run 2 "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 8 --replay none --ckpt-every 4 --ckpt-dir "$dir/ckpt" --save-final "$dir/ref.bin"

@@ -12,6 +12,10 @@
  *   SEND act|grad  post the send of the output activation of (mb, c) to the
  *                  next virtual stage, or of the input gradient to the
  *                  previous one
+ *   W    mb c      the weight-gradient half of the backward of (mb, c): a list
+ *                  with W's splits every backward, BWD computing only the
+ *                  input gradients (model_backward_input) and W the rest
+ *                  (model_backward_weights), once, later
  *
  * P stages, M micro-batches per step, V model chunks per stage; virtual
  * stage vs = c P + s is chunk c of stage s. */
@@ -22,7 +26,7 @@
 extern "C" {
 #endif
 
-typedef enum { PA_FWD, PA_BWD, PA_SEND, PA_RECV } pipe_op_t;
+typedef enum { PA_FWD, PA_BWD, PA_SEND, PA_RECV, PA_W } pipe_op_t;
 typedef enum { PM_ACT, PM_GRAD } pipe_msg_t;
 
 typedef struct {
@@ -48,6 +52,9 @@ enum { PIPE_ONE_STAGE = -1 };
  * F0 B0 F1 B1 ... (gradient accumulation; what 1F1B is with P = 1). */
 void pipe_schedule_one_stage(pipe_schedule_t *s, int M);
 void pipe_schedule_free(pipe_schedule_t *s);
+
+/* A message (SEND, RECV), not a compute (FWD, BWD, W). */
+static inline int pipe_is_msg(int op) { return op == PA_SEND || op == PA_RECV; }
 
 /* Virtual stage of (stage, chunk). */
 static inline int pipe_vstage(const pipe_schedule_t *s, int stage, int chunk) { return chunk * s->P + stage; }

@@ -118,7 +118,10 @@ void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int
     SCR(out, R * C);
     SCR(att, Rf * Hq);
     SCR(att_b, (size_t)max_batch * m->Tc * Hq);
+    SCR(dout.dy2, Rf * C); SCR(dout.dyo, Rf * C);
 #undef SCR
+    m->scr.dout.du1 = m->scr.du1; m->scr.dout.du3 = m->scr.du3;
+    m->scr.dout.dq = m->scr.dq; m->scr.dout.dk = m->scr.dk; m->scr.dout.dv = m->scr.dv;
     m->scr.lse = dev_alloc_as(d, (size_t)max_batch * m->H * m->T * sizeof(float), MEM_ACTS);
     m->scr.lse_b = dev_alloc_as(d, (size_t)max_batch * m->H * m->Tc * sizeof(float), MEM_ACTS);
     m->attn = (model_attn_t){NULL, model_attn_local_forward, model_attn_local_backward};
@@ -129,7 +132,8 @@ void model_free(model_t *m) {
     if (m->scr.dxn_r != m->scr.dxn) dev_free(d, m->scr.dxn_r);
     void *scr[] = {m->scr.dres, m->scr.dxn, m->scr.full, m->scr.part, m->scr.dq, m->scr.dk,
                    m->scr.dv, m->scr.datt, m->scr.du1, m->scr.du3, m->scr.dg, m->scr.dlogits,
-                   m->scr.out, m->scr.att, m->scr.lse, m->scr.lse_b, m->scr.att_b};
+                   m->scr.out, m->scr.att, m->scr.lse, m->scr.lse_b, m->scr.att_b,
+                   m->scr.dout.dy2, m->scr.dout.dyo};
     for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) dev_free(d, scr[i]);
     dev_free(d, m->params);
     dev_free(d, m->grads);
@@ -256,6 +260,25 @@ void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recomp
         a->lse_host = xmalloc(Rf * sizeof(float));
         a->picked_host = xmalloc(Rf * sizeof(float));
     }
+    if (rc.defer_w) {   /* W reads the forward's activations after B: none may be refilled */
+        if (every || block || selective || s->sp)
+            die("model: a split backward (defer_w) needs every activation kept and no sequence parallelism");
+        size_t before = a->bytes, Hq = (size_t)m->H * m->hd, Hkv = (size_t)m->KV * m->hd, F = m->F;
+        a->dout = xcalloc((size_t)n, sizeof *a->dout);
+        for (int i = 0; i < n; i++) {
+            layer_dout_t *o = &a->dout[i];
+            o->dy2 = acts_buf(m, a, Rf * C * es);
+            o->du1 = acts_buf(m, a, Rf * F * es);
+            o->du3 = acts_buf(m, a, Rf * F * es);
+            o->dyo = acts_buf(m, a, Rf * C * es);
+            o->dq = acts_buf(m, a, Rf * Hq * es);
+            o->dk = acts_buf(m, a, Rf * Hkv * es);
+            o->dv = acts_buf(m, a, Rf * Hkv * es);
+        }
+        if (a->has_head) a->dlogits = acts_buf(m, a, Rf * (size_t)m->V * es);
+        if (a->has_embedding) a->demb = acts_buf(m, a, Rf * C * es);
+        a->dout_bytes = a->bytes - before;
+    }
 }
 
 void model_acts_free(model_t *m, model_acts_t *a) {
@@ -263,6 +286,7 @@ void model_acts_free(model_t *m, model_acts_t *a) {
     free(a->bufs);
     free(a->resid);
     free(a->blocks);
+    free(a->dout);
     free(a->targets_host);
     free(a->lse_host);
     free(a->picked_host);
@@ -448,14 +472,15 @@ static void layer_forward(model_t *m, model_acts_t *a, int j, void *y) {
     residual_out(m, a, b->h, b->g, F, W(m, u, m->lo.w2), y);
 }
 
-/* Backward of layer j. scr.dres carries dL/d(residual stream) (R rows) and is
- * updated in place: each sub-layer's input gradient is the residual's plus
- * what flows back through the branch (op_rmsnorm_backward adds dres). With
- * tensor parallelism the branch gradient of a norm's output is partial on
- * each rank (it went through this rank's heads or ffn slice only): `reduced`
- * sums it before the norm's backward (Megatron's f operator). Weight
- * gradients accumulate (+=, beta 1) in fp32: dW = input^T @ dout. */
-static void layer_backward(model_t *m, model_acts_t *a, int j) {
+/* Backward of layer j, in two halves (model.h). B: scr.dres carries
+ * dL/d(residual stream) (R rows) and is updated in place: each sub-layer's
+ * input gradient is the residual's plus what flows back through the branch
+ * (op_rmsnorm_backward adds dres, and adds the gain's gradient). With tensor
+ * parallelism the branch gradient of a norm's output is partial on each rank
+ * (it went through this rank's heads or ffn slice only): `reduced` sums it
+ * before the norm's backward (Megatron's f operator). B leaves every linear's
+ * output gradient in o for W. */
+static void layer_backward_input(model_t *m, model_acts_t *a, int j, const layer_dout_t *o) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
     block_acts_t *b = &a->blocks[j];
@@ -466,15 +491,11 @@ static void layer_backward(model_t *m, model_acts_t *a, int j) {
     void *dres = m->scr.dres, *dxn = m->scr.dxn;
 
     /* MLP branch */
-    const void *dy = gathered(m, a, dres);                                                            // (Rf, C)
-    op_matmul(d, 0, 1, Rf, F, C, 1.0f, dy, C, W(m, u, m->lo.w2), C, t, 0.0f, m->scr.dg, F, t);       // dg = dy w2^T
-    op_matmul(d, 1, 0, F, C, Rf, 1.0f, b->g, F, dy, C, t, 1.0f, G(m, u, m->lo.w2), C, DT_F32);       // dw2 += g^T dy
-    op_swiglu_backward(d, t, b->u1, b->u3, m->scr.dg, m->scr.du1, m->scr.du3, (size_t)Rf * F);
-    op_matmul(d, 0, 1, Rf, C, F, 1.0f, m->scr.du1, F, W(m, u, m->lo.w1), F, t, 0.0f, dxn, C, t);
-    op_matmul(d, 0, 1, Rf, C, F, 1.0f, m->scr.du3, F, W(m, u, m->lo.w3), F, t, 1.0f, dxn, C, t);
-    const void *xn = gathered(m, a, b->xn2);
-    op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, m->scr.du1, F, t, 1.0f, G(m, u, m->lo.w1), F, DT_F32);
-    op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, m->scr.du3, F, t, 1.0f, G(m, u, m->lo.w3), F, DT_F32);
+    dev_copy(d, o->dy2, gathered(m, a, dres), (size_t)Rf * C * es);                              // (Rf, C)
+    op_matmul(d, 0, 1, Rf, F, C, 1.0f, o->dy2, C, W(m, u, m->lo.w2), C, t, 0.0f, m->scr.dg, F, t);   // dg = dy w2^T
+    op_swiglu_backward(d, t, b->u1, b->u3, m->scr.dg, o->du1, o->du3, (size_t)Rf * F);
+    op_matmul(d, 0, 1, Rf, C, F, 1.0f, o->du1, F, W(m, u, m->lo.w1), F, t, 0.0f, dxn, C, t);
+    op_matmul(d, 0, 1, Rf, C, F, 1.0f, o->du3, F, W(m, u, m->lo.w3), F, t, 1.0f, dxn, C, t);
     void *dxr = reduced(m, a, dxn, m->scr.dxn_r);
     op_rmsnorm_backward(d, t, b->h, W(m, u, m->lo.mlp_norm), b->rstd2, dxr, dres, dres,
                         G(m, u, m->lo.mlp_norm), Rs, C);                                              // dres = dL/dh
@@ -485,26 +506,42 @@ static void layer_backward(model_t *m, model_acts_t *a, int j) {
         att = m->scr.att;
         m->attn.forward(m->attn.ctx, m, a, b->q, b->k, b->v, att, m->scr.lse);
     }
-    dy = gathered(m, a, dres);
-    op_matmul(d, 0, 1, Rf, Hq, C, 1.0f, dy, C, W(m, u, m->lo.wo), C, t, 0.0f, m->scr.datt, Hq, t);
-    op_matmul(d, 1, 0, Hq, C, Rf, 1.0f, att, Hq, dy, C, t, 1.0f, G(m, u, m->lo.wo), C, DT_F32);
-    dev_memset0(d, m->scr.dq, (size_t)Rf * Hq * es);     /* the attention core accumulates */
-    dev_memset0(d, m->scr.dk, (size_t)Rf * Hkv * es);
-    dev_memset0(d, m->scr.dv, (size_t)Rf * Hkv * es);
-    m->attn.backward(m->attn.ctx, m, a, b->q, b->k, b->v, att, m->scr.datt, b->lse, m->scr.dq,
-                     m->scr.dk, m->scr.dv);
-    rope_chunks(m, a, m->scr.dq, m->H, 1);
-    rope_chunks(m, a, m->scr.dk, m->KV, 1);
-    op_matmul(d, 0, 1, Rf, C, Hq, 1.0f, m->scr.dq, Hq, W(m, u, m->lo.wq), Hq, t, 0.0f, dxn, C, t);
-    op_matmul(d, 0, 1, Rf, C, Hkv, 1.0f, m->scr.dk, Hkv, W(m, u, m->lo.wk), Hkv, t, 1.0f, dxn, C, t);
-    op_matmul(d, 0, 1, Rf, C, Hkv, 1.0f, m->scr.dv, Hkv, W(m, u, m->lo.wv), Hkv, t, 1.0f, dxn, C, t);
-    xn = gathered(m, a, b->xn1);
-    op_matmul(d, 1, 0, C, Hq, Rf, 1.0f, xn, C, m->scr.dq, Hq, t, 1.0f, G(m, u, m->lo.wq), Hq, DT_F32);
-    op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, m->scr.dk, Hkv, t, 1.0f, G(m, u, m->lo.wk), Hkv, DT_F32);
-    op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, m->scr.dv, Hkv, t, 1.0f, G(m, u, m->lo.wv), Hkv, DT_F32);
+    dev_copy(d, o->dyo, gathered(m, a, dres), (size_t)Rf * C * es);
+    op_matmul(d, 0, 1, Rf, Hq, C, 1.0f, o->dyo, C, W(m, u, m->lo.wo), C, t, 0.0f, m->scr.datt, Hq, t);
+    dev_memset0(d, o->dq, (size_t)Rf * Hq * es);     /* the attention core accumulates */
+    dev_memset0(d, o->dk, (size_t)Rf * Hkv * es);
+    dev_memset0(d, o->dv, (size_t)Rf * Hkv * es);
+    m->attn.backward(m->attn.ctx, m, a, b->q, b->k, b->v, att, m->scr.datt, b->lse, o->dq, o->dk, o->dv);
+    rope_chunks(m, a, o->dq, m->H, 1);
+    rope_chunks(m, a, o->dk, m->KV, 1);
+    op_matmul(d, 0, 1, Rf, C, Hq, 1.0f, o->dq, Hq, W(m, u, m->lo.wq), Hq, t, 0.0f, dxn, C, t);
+    op_matmul(d, 0, 1, Rf, C, Hkv, 1.0f, o->dk, Hkv, W(m, u, m->lo.wk), Hkv, t, 1.0f, dxn, C, t);
+    op_matmul(d, 0, 1, Rf, C, Hkv, 1.0f, o->dv, Hkv, W(m, u, m->lo.wv), Hkv, t, 1.0f, dxn, C, t);
     dxr = reduced(m, a, dxn, m->scr.dxn_r);
     op_rmsnorm_backward(d, t, b->x, W(m, u, m->lo.attn_norm), b->rstd1, dxr, dres, dres,
                         G(m, u, m->lo.attn_norm), Rs, C);                                             // dres = dL/dx
+}
+
+/* W of layer j: weight gradients accumulate (+=, beta 1) in fp32,
+ * dW = input^T @ dout, the inputs from the forward's activations (the
+ * attention output recomputed by B when not kept: a fused backward only). */
+static void layer_backward_weights(model_t *m, model_acts_t *a, int j, const layer_dout_t *o) {
+    const device_t *d = m->d;
+    const dtype_t t = m->dtype;
+    block_acts_t *b = &a->blocks[j];
+    const int u = a->first_unit + j;
+    const int Rf = (int)a->rows_full, C = m->cfg.dim, F = m->F;
+    const int Hq = m->H * m->hd, Hkv = m->KV * m->hd;
+    op_matmul(d, 1, 0, F, C, Rf, 1.0f, b->g, F, o->dy2, C, t, 1.0f, G(m, u, m->lo.w2), C, DT_F32);  // dw2 += g^T dy
+    const void *xn = gathered(m, a, b->xn2);
+    op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, o->du1, F, t, 1.0f, G(m, u, m->lo.w1), F, DT_F32);
+    op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, o->du3, F, t, 1.0f, G(m, u, m->lo.w3), F, DT_F32);
+    const void *att = b->att ? b->att : m->scr.att;
+    op_matmul(d, 1, 0, Hq, C, Rf, 1.0f, att, Hq, o->dyo, C, t, 1.0f, G(m, u, m->lo.wo), C, DT_F32);
+    xn = gathered(m, a, b->xn1);
+    op_matmul(d, 1, 0, C, Hq, Rf, 1.0f, xn, C, o->dq, Hq, t, 1.0f, G(m, u, m->lo.wq), Hq, DT_F32);
+    op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, o->dk, Hkv, t, 1.0f, G(m, u, m->lo.wk), Hkv, DT_F32);
+    op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, o->dv, Hkv, t, 1.0f, G(m, u, m->lo.wv), Hkv, DT_F32);
 }
 
 /* ---- embedding and head ------------------------------------------------------------ */
@@ -518,9 +555,13 @@ static void embedding_forward(model_t *m, model_acts_t *a) {
     reduced(m, a, part, a->resid[0]);
 }
 
-static void embedding_backward(model_t *m, model_acts_t *a) {
-    const void *dy = gathered(m, a, m->scr.dres);
-    op_embedding_backward(m->d, m->dtype, a->tokens, dy, G(m, 0, 0), (int)a->rows_full,
+/* B of the embedding keeps the gradient of its output; W scatter-adds it. */
+static void embedding_backward_input(model_t *m, model_acts_t *a, void *demb) {
+    dev_copy(m->d, demb, gathered(m, a, m->scr.dres), a->rows_full * m->cfg.dim * es_of(m));
+}
+
+static void embedding_backward_weights(model_t *m, model_acts_t *a, const void *demb) {
+    op_embedding_backward(m->d, m->dtype, a->tokens, demb, G(m, 0, 0), (int)a->rows_full,
                           m->cfg.dim, m->v0, m->V);
 }
 
@@ -541,17 +582,21 @@ static double head_forward(model_t *m, model_acts_t *a) {
     return sum;
 }
 
-static void head_backward(model_t *m, model_acts_t *a, float scale) {
+static void head_backward_input(model_t *m, model_acts_t *a, float scale, void *dlogits) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
     const int u = m->n_units - 1, Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, V = m->V;
-    op_xent_backward(d, t, a->logits, a->targets, a->lse, m->scr.dlogits, scale, Rf, V, m->v0);
-    const void *xn = gathered(m, a, a->xnf);
-    op_matmul(d, 1, 0, C, V, Rf, 1.0f, xn, C, m->scr.dlogits, V, t, 1.0f, G(m, u, C), V, DT_F32);
-    op_matmul(d, 0, 1, Rf, C, V, 1.0f, m->scr.dlogits, V, W(m, u, C), V, t, 0.0f, m->scr.dxn, C, t);
+    op_xent_backward(d, t, a->logits, a->targets, a->lse, dlogits, scale, Rf, V, m->v0);
+    op_matmul(d, 0, 1, Rf, C, V, 1.0f, dlogits, V, W(m, u, C), V, t, 0.0f, m->scr.dxn, C, t);
     void *dxr = reduced(m, a, m->scr.dxn, m->scr.dxn_r);
     op_rmsnorm_backward(d, t, a->resid[a->n_layers], W(m, u, 0), a->rstdf, dxr, NULL, m->scr.dres,
                         G(m, u, 0), Rs, C);
+}
+
+static void head_backward_weights(model_t *m, model_acts_t *a, const void *dlogits) {
+    const int u = m->n_units - 1, Rf = (int)a->rows_full, C = m->cfg.dim, V = m->V;
+    const void *xn = gathered(m, a, a->xnf);
+    op_matmul(m->d, 1, 0, C, V, Rf, 1.0f, xn, C, dlogits, V, m->dtype, 1.0f, G(m, u, C), V, DT_F32);
 }
 
 /* ---- the chunk ------------------------------------------------------------------------- */
@@ -588,14 +633,16 @@ double model_forward(model_t *m, model_acts_t *a) {
  * refilled from its checkpointed input first (a forward again: the
  * recomputation), and its last output, not needed again, goes to scratch;
  * the layers that kept everything (from recompute_block on) go back in one
- * run. */
+ * run. Each unit's B and then its W, through the one scratch set. */
 void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
     check_seams(m);
     a->recomputed = 0;
+    const layer_dout_t *o = &m->scr.dout;
     if (a->has_head) {
         int u = m->n_units - 1;
         unit_hooks(m, u, PASS_BACKWARD, 0);
-        head_backward(m, a, scale);
+        head_backward_input(m, a, scale, m->scr.dlogits);
+        head_backward_weights(m, a, m->scr.dlogits);
         unit_hooks(m, u, PASS_BACKWARD, 1);
     } else {
         if (!dy) die("model_backward: a chunk without the head needs the gradient of its output");
@@ -618,15 +665,74 @@ void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
         for (int j = s1 - 1; j >= s0; j--) {
             int u = a->first_unit + j;
             unit_hooks(m, u, PASS_BACKWARD, 0);
-            layer_backward(m, a, j);
+            layer_backward_input(m, a, j, o);
+            layer_backward_weights(m, a, j, o);
             unit_hooks(m, u, PASS_BACKWARD, 1);
         }
     }
     if (a->has_embedding) {
         unit_hooks(m, 0, PASS_BACKWARD, 0);
-        embedding_backward(m, a);
+        embedding_backward_input(m, a, o->dy2);
+        embedding_backward_weights(m, a, o->dy2);
         unit_hooks(m, 0, PASS_BACKWARD, 1);
     }
+}
+
+void model_backward_input(model_t *m, model_acts_t *a, float scale, const void *dy) {
+    check_seams(m);
+    if (!a->dout) die("model_backward_input: the micro-batch object was made without defer_w");
+    if (a->b_done) die("model_backward_input: the last B of this micro-batch still waits for its W");
+    if (a->has_head) {
+        int u = m->n_units - 1;
+        unit_hooks(m, u, PASS_INPUT_GRAD, 0);
+        head_backward_input(m, a, scale, a->dlogits);
+        unit_hooks(m, u, PASS_INPUT_GRAD, 1);
+    } else {
+        if (!dy) die("model_backward_input: a chunk without the head needs the gradient of its output");
+        dev_copy(m->d, m->scr.dres, dy, a->rows * m->cfg.dim * es_of(m));
+    }
+    for (int j = a->n_layers - 1; j >= 0; j--) {
+        int u = a->first_unit + j;
+        unit_hooks(m, u, PASS_INPUT_GRAD, 0);
+        layer_backward_input(m, a, j, &a->dout[j]);
+        unit_hooks(m, u, PASS_INPUT_GRAD, 1);
+    }
+    if (a->has_embedding) {
+        unit_hooks(m, 0, PASS_INPUT_GRAD, 0);
+        embedding_backward_input(m, a, a->demb);
+        unit_hooks(m, 0, PASS_INPUT_GRAD, 1);
+    }
+    a->b_done = 1;
+}
+
+void model_backward_weights(model_t *m, model_acts_t *a) {
+    if (!a->b_done) die("model_backward_weights: micro-batch without its B (model_backward_input) first");
+    if (a->has_head) {
+        int u = m->n_units - 1;
+        unit_hooks(m, u, PASS_BACKWARD, 0);
+        head_backward_weights(m, a, a->dlogits);
+        unit_hooks(m, u, PASS_BACKWARD, 1);
+    }
+    for (int j = a->n_layers - 1; j >= 0; j--) {
+        int u = a->first_unit + j;
+        unit_hooks(m, u, PASS_BACKWARD, 0);
+        layer_backward_weights(m, a, j, &a->dout[j]);
+        unit_hooks(m, u, PASS_BACKWARD, 1);
+    }
+    if (a->has_embedding) {
+        unit_hooks(m, 0, PASS_BACKWARD, 0);
+        embedding_backward_weights(m, a, a->demb);
+        unit_hooks(m, 0, PASS_BACKWARD, 1);
+    }
+    a->b_done = 0;
+}
+
+size_t model_dout_bytes(const model_t *m, const model_acts_t *a) {
+    size_t C = m->cfg.dim, F = m->F, hd = m->hd;
+    size_t per = a->n_layers * (2 * C + 2 * F + ((size_t)m->H + 2 * (size_t)m->KV) * hd);
+    if (a->has_head) per += m->V;
+    if (a->has_embedding) per += C;
+    return es_of(m) * a->rows_full * per;
 }
 
 /* ---- gradient dump -------------------------------------------------------------------- */

@@ -152,7 +152,10 @@ void model_init_params(float *host_params_fp32, const model_config_t *c, uint64_
 typedef struct model model_t;
 typedef struct model_acts model_acts_t;
 
-typedef enum { PASS_FORWARD, PASS_BACKWARD, PASS_RECOMPUTE } model_pass_t;
+/* PASS_BACKWARD: a unit's whole backward, or (split backward) its weight-
+ * gradient part W, after which the unit's gradients are final; PASS_INPUT_GRAD:
+ * the input-gradient part B of a split backward (model_backward_input). */
+typedef enum { PASS_FORWARD, PASS_BACKWARD, PASS_RECOMPUTE, PASS_INPUT_GRAD } model_pass_t;
 typedef void (*model_unit_fn)(void *ctx, model_t *m, int unit, model_pass_t pass);
 
 /* A unit: the parameters one hook call is about. */
@@ -246,7 +249,19 @@ struct model_acts {
     long recomputed;         /* layer forwards recomputed by the last backward */
     void **bufs;             /* every device buffer, for freeing */
     int nbufs, capbufs;
+    /* a split backward (defer_w): what B keeps for W, per micro-batch */
+    struct layer_dout *dout; /* n_layers: each linear's output gradient */
+    void *dlogits;           /* (Rf, V) the head's (has_head) */
+    void *demb;              /* (Rf, C) the embedding's (has_embedding) */
+    size_t dout_bytes;       /* device bytes of the three (counted in bytes too) */
+    int b_done;              /* B has run and W has not */
 };
+
+/* The output gradients the weight-gradient products of one layer read:
+ * dW = input^T @ dout for w2 (dy2: the gradient of the block's output),
+ * w1, w3 (du1, du3), wo (dyo: of h), wq, wk, wv (dq, dk, dv after RoPE's
+ * inverse). */
+typedef struct layer_dout { void *dy2, *du1, *du3, *dyo, *dq, *dk, *dv; } layer_dout_t;
 
 struct model {
     model_config_t cfg;
@@ -290,6 +305,7 @@ struct model {
         float *lse;           /* its lse */
         float *lse_b;         /* (B, H, Tc) partial lse of the local attention */
         void *att_b;          /* (B, Tc, H*hd) partial output of the local attention */
+        layer_dout_t dout;    /* a fused backward's: du1, du3, dq, dk, dv above and two (Rf, C) */
     } scr;
 };
 
@@ -320,6 +336,9 @@ typedef struct {
                                 at a time, the others keeping everything (Megatron's block
                                 method); 0 with every */
     int selective;           /* keep q, k, v but recompute the attention core */
+    int defer_w;             /* split backward: keep every linear's output gradient from B
+                                for a later W (model_backward_input/_weights); needs all
+                                activations kept (no recomputation) and no sp */
 } model_recompute_t;
 
 /* Activations for one micro-batch of B <= max_batch sequences through chunk
@@ -359,6 +378,25 @@ int model_counts_loss(const model_t *m);
  * finished: order communication after them on the compute stream). */
 void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy);
 void *model_grad_input(model_t *m);
+
+/* The same backward in two halves (Qi et al. 2023, zero-bubble pipelines),
+ * for micro-batch objects made with defer_w:
+ *   B  model_backward_input: every input gradient (what the previous stage
+ *      waits for, left in model_grad_input as above) and the norm gains'
+ *      gradients (RMSNorm's backward yields both in one pass), keeping each
+ *      linear's output gradient in a (a->dout, dlogits, demb);
+ *   W  model_backward_weights: every weight-gradient product dW += x^T dout
+ *      and the embedding's scatter-add, from what B kept.
+ * model_backward runs the same two per unit (B then W of each unit, with one
+ * scratch set), so split and fused add the same terms in the same order:
+ * equal bit for bit. Other micro-batches' B and W may run in between. Hooks:
+ * PASS_INPUT_GRAD around each unit's B, PASS_BACKWARD around its W (the
+ * unit's gradients are final after it: gradient synchronisation starts there). */
+void model_backward_input(model_t *m, model_acts_t *a, float scale, const void *dy);
+void model_backward_weights(model_t *m, model_acts_t *a);
+/* Bytes a defer_w object keeps from B to W (all its chunk's linears):
+ *   es Rf (n_layers (2 C + 2 F + (H + 2 KV) hd) + [head] V + [embedding] C) */
+size_t model_dout_bytes(const model_t *m, const model_acts_t *a);
 
 /* Position of the first token of chunk k (0 or 1) of context-parallel rank
  * r's tokens (any rank's, not only this one's: attention cores that bring

@@ -129,6 +129,9 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
     int n = e->n = s->n[e->stage], MV = s->M * s->V;
     const pipe_action_t *a = s->a[e->stage];
+    for (int i = 0; i < n; i++) e->split |= a[i].op == PA_W;
+    e->keep.defer_w = e->split;
+    const int fin = e->split ? PA_W : PA_BWD;   /* the action that completes a backward */
     e->in_action = xmalloc(sizeof(int) * (size_t)n);
     e->act_send = xmalloc(sizeof(int) * (size_t)n);
     e->sends_grad = xcalloc((size_t)n, sizeof(int));
@@ -142,7 +145,7 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
         int k = a[i].mb * s->V + a[i].chunk;
         if (a[i].op == PA_RECV) recv_at[a[i].msg * MV + k] = i;
         if (a[i].op == PA_SEND && a[i].msg == PM_ACT) send_at[k] = i;
-        if (a[i].op == PA_BWD) last_bwd[a[i].chunk] = i;
+        if (a[i].op == fin) last_bwd[a[i].chunk] = i;
     }
     int first_sync = n;
     for (int c = 0; c < s->V; c++) if (last_bwd[c] >= 0 && last_bwd[c] < first_sync) first_sync = last_bwd[c];
@@ -150,9 +153,9 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
         int k = a[i].mb * s->V + a[i].chunk, vs = pipe_vstage(s, e->stage, a[i].chunk);
         e->in_action[i] = a[i].op == PA_FWD ? recv_at[PM_ACT * MV + k]
                         : a[i].op == PA_BWD ? recv_at[PM_GRAD * MV + k] : -1;
-        e->act_send[i] = a[i].op == PA_BWD ? send_at[k] : -1;
+        e->act_send[i] = a[i].op == fin ? send_at[k] : -1;
         e->sends_grad[i] = a[i].op == PA_BWD && vs > 0;
-        if (a[i].op == PA_BWD && last_bwd[a[i].chunk] == i) e->last_bwd[i] = i == first_sync ? 2 : 1;
+        if (a[i].op == fin && last_bwd[a[i].chunk] == i) e->last_bwd[i] = i == first_sync ? 2 : 1;
     }
     free(recv_at);
     free(send_at);
@@ -171,10 +174,11 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->t1 = xcalloc((size_t)n + 1, sizeof(double));
     e->sum_fwd = xcalloc((size_t)s->V, sizeof(double));
     e->sum_bwd = xcalloc((size_t)s->V, sizeof(double));
+    e->sum_w = xcalloc((size_t)s->V, sizeof(double));
     for (int p = 0; p < 2; p++) e->unit_s[p] = xcalloc((size_t)m->n_units, sizeof(double));
     e->track = trace_track("schedule");
     model_add_hook(m, unit_before, unit_after, e);
-    if (tr->acts.bufs) {   /* train_model's object: chunk 0's first */
+    if (tr->acts.bufs && !e->split) {   /* train_model's object (no defer_w): chunk 0's first */
         e->borrowed = &tr->acts;
         e->pool[e->pool_free[0]++] = e->borrowed;
         e->made[0]++;
@@ -198,7 +202,7 @@ void runner_free(runner_t *e) {
     free(e->in_action); free(e->act_send); free(e->sends_grad); free(e->last_bwd);
     free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
     free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
-    free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd);
+    free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd); free(e->sum_w);
     free(e->unit_s[0]); free(e->unit_s[1]);
     pipe_schedule_free(&e->one_stage);
     memset(e, 0, sizeof *e);
@@ -270,7 +274,8 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
                      a->mb, chunk);
             e->idle += wait_req(e, e->in_action[i], what);
         }
-        if (a->op == PA_BWD && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
+        const int fin = e->split ? PA_W : PA_BWD;
+        if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
         double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
         if (a->op == PA_FWD) {
             if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B);   /* virtual stage 0 */
@@ -278,9 +283,12 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
             if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb, x);
             double loss = model_forward(m, x);
             if (x->has_head && model_counts_loss(m)) st->loss += loss;
+        } else if (a->op == PA_W) {
+            model_backward_weights(m, e->acts[k]);
         } else {
             model_acts_t *x = e->acts[k];
-            model_backward(m, x, tr->loss_scale, e->grad_in[k]);
+            if (e->split) model_backward_input(m, x, tr->loss_scale, e->grad_in[k]);
+            else model_backward(m, x, tr->loss_scale, e->grad_in[k]);
             if (e->grad_in[k]) buf_put(e, e->grad_in[k]);
             e->grad_in[k] = NULL;
             if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
@@ -292,12 +300,12 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         double t1 = now_s(), d = t1 - t0 - (sync_time(e) + seam_time(e) - x0);   /* compute only */
         e->busy += d;
         if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
-        if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : e->sum_bwd)[a->chunk] += d;
+        if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : a->op == PA_BWD ? e->sum_bwd : e->sum_w)[a->chunk] += d;
         e->t0[i] = t0 - e->t_zero;
         e->t1[i] = t1 - e->t_zero;
-        snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : 'B', a->mb, chunk);
+        snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W', a->mb, chunk);
         trace_span(e->track, what, t0, t1);
-        if (a->op == PA_BWD) {
+        if (a->op == fin) {
             if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->last_bwd[i]);
             /* the micro-batch object is free once its output has gone */
             if (e->act_send[i] >= 0) e->idle += wait_req(e, e->act_send[i], "wait for a send");
@@ -359,15 +367,17 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     for (int q = 0; q < P; q++) nt += s->n[q];
     int off = 0;
     for (int q = 0; q < st; q++) off += s->n[q];
-    size_t N = 3 * (size_t)P + 2 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt;
+    size_t N = 3 * (size_t)P + 3 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt + P;
     double *x = xcalloc(N, sizeof(double));
     double *busy = x, *idle = busy + P, *span = idle + P, *fwd = span + P, *bwd = fwd + P * V;
     double *lf = bwd + P * V, *lb = lf + L, *eh = lb + L, *sent = eh + 4, *t0 = sent + 1, *t1 = t0 + nt;
+    double *wt = t1 + nt, *dob = wt + P * V;
     busy[st] = e->sum_busy / T / replicas;
     idle[st] = e->sum_idle / T / replicas;
     span[st] = e->sum_span / T / replicas;
     for (int c = 0; c < V; c++) {
         fwd[st * V + c] = e->sum_fwd[c] / per;
+        wt[st * V + c] = e->sum_w[c] / per;
         bwd[st * V + c] = e->sum_bwd[c] / per;
     }
     for (int u = 0; u < m->n_units; u++) {
@@ -378,6 +388,7 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
         else { lf[l] += f; lb[l] += b; }
     }
     *sent = e->sum_sent / T / replicas;
+    if (e->split && e->pool_free[0] > 0) dob[st] = (double)e->pool[0]->dout_bytes / replicas;
     /* the last step's timeline of replica 0, from the earliest stage's start */
     double start = e->t_zero, first = start;
     dist_allreduce(&first, 1, MPI_DOUBLE, MPI_MIN, world, "the pipeline's report");
@@ -399,6 +410,10 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     memcpy(r->span, span, sizeof(double) * (size_t)P);
     memcpy(r->fwd, fwd, sizeof(double) * (size_t)P * V);
     memcpy(r->bwd, bwd, sizeof(double) * (size_t)P * V);
+    r->w = xmalloc(sizeof(double) * (size_t)P * V);
+    r->dout_bytes = xmalloc(sizeof(double) * (size_t)P);
+    memcpy(r->w, wt, sizeof(double) * (size_t)P * V);
+    memcpy(r->dout_bytes, dob, sizeof(double) * (size_t)P);
     memcpy(r->layer_fwd, lf, sizeof(double) * (size_t)L);
     memcpy(r->layer_bwd, lb, sizeof(double) * (size_t)L);
     r->emb_fwd = eh[0];
@@ -439,6 +454,7 @@ void runner_report_free(runner_report_t *r) {
     }
     free(r->t0); free(r->t1); free(r->busy); free(r->idle); free(r->span); free(r->fwd); free(r->bwd);
     free(r->layer_fwd); free(r->layer_bwd); free(r->held); free(r->held_bytes); free(r->bufs);
+    free(r->w); free(r->dout_bytes);
     memset(r, 0, sizeof *r);
 }
 

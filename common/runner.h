@@ -32,7 +32,11 @@
  *   BWD   wait for the output gradient (idle), model_backward with it; the
  *         input gradient is copied to a message buffer for its SEND, and the
  *         micro-batch object goes back to the pool once its activation has
- *         been sent
+ *         been sent. In a list with W's, BWD is model_backward_input only
+ *   W     model_backward_weights: the rest of the backward; the object goes
+ *         back to the pool here, and the strategy's backward_begin/_end (with
+ *         "last") wrap the Ws instead of the BWDs, since a unit's gradients
+ *         are complete only after its W
  *   SEND  post the send of the chunk's output, or of that input gradient
  * Messages between two computes are posted as one group (comm_group_begin),
  * so a schedule that passes the checker cannot deadlock on NCCL either.
@@ -119,6 +123,9 @@ typedef struct {
     double *unit_s[2];         /* (n_units) forward, backward (recomputation included) */
     double unit_t;
     int track;                 /* trace track */
+    int split;                 /* the list has W's: BWD is B (input gradients), W the rest; the
+                                  micro-batch object and the strategy's backward_end wait for W */
+    double *sum_w;             /* (V) per chunk */
 } runner_t;
 
 /* Set up the runner of tr->model for this rank's stage of schedule s (the
@@ -151,6 +158,8 @@ typedef struct {
     int *bufs;                     /* (P) message buffers made */
     double sent;                   /* bytes per step sent between stages, all stages of one replica */
     double **t0, **t1;             /* (P)(n) the last step's actions (replica 0), from its start */
+    double *w;                     /* (P V) seconds per W action (0 without W's); bwd is then B's */
+    double *dout_bytes;            /* (P) bytes one micro-batch object keeps from B for W (0 without) */
 } runner_report_t;
 
 void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,

@@ -1090,6 +1090,83 @@ TEST(model_micro_batches_accumulate_and_can_be_in_flight_together) {
     model_free(&m);
 }
 
+/* The backward split in two (B: input gradients, W: weight gradients, Qi et
+ * al. 2023) adds the same terms in the same order as the fused backward, so
+ * the gradients agree BIT FOR BIT, also with other work in between: two
+ * micro-batches in flight, both Bs, then both Ws. On the whole model (W
+ * includes the embedding's scatter-add) and on a last stage without the
+ * embedding (its input gradient, what B sends back, compared too), fp32 and
+ * bf16. What B keeps for W is the formula model_dout_bytes. */
+TEST(model_split_backward_equals_fused_bit_for_bit_with_work_in_between) {
+    setup();
+    const int B = 4;
+    model_config_t c = {17, 16, 2, 4, 2, 0, 24, 5};
+    size_t np = model_param_count(&c);
+    float *p = xmalloc(np * 4);
+    model_init_params(p, &c, 21);
+    for (size_t i = 0; i < np; i++) if (p[i] != 1.0f) p[i] *= 10;   /* gradients far from zero */
+    int tok[20], tg[20];
+    tiny_batch(&c, B, tok, tg, 6);
+    const size_t T = c.seq, rows = (size_t)B * T;
+    float *x0 = rand_host(rows * c.dim, 1.0f);
+    for (int t = 0; t < 2; t++)
+        for (int stage = 0; stage < 2; stage++) {   /* 0: the whole model; 1: the last of 2 stages */
+            dtype_t dt = t ? DT_BF16 : DT_F32;
+            model_t m;
+            model_shard_t s = model_shard_full(&c);
+            if (stage) model_shard_stage(&s, &c, 2, 1, 1);
+            model_init(&m, &c, &s, B, dt, &dev, 1);
+            float *ps = xmalloc(m.size * 4);
+            model_shard_slice(&c, &s, 0, m.size, p, ps);
+            model_load_params(&m, ps);
+            float *g[2], *gin[2][2];
+            for (int split = 0; split < 2; split++) {
+                model_acts_t a[2];   /* one sequence and three */
+                model_recompute_t keep = {.defer_w = split};
+                for (int k = 0; k < 2; k++) {
+                    model_acts_init(&m, &a[k], 0, k ? 3 : 1, keep);
+                    if (stage) put(a[k].resid[0], x0 + (k ? T * c.dim : 0), a[k].rows * c.dim, dt);
+                    model_set_batch(&m, &a[k], tok + (k ? T : 0), tg + (k ? T : 0));
+                }
+                model_zero_grads(&m);
+                for (int k = 0; k < 2; k++) model_forward(&m, &a[k]);
+                for (int k = 0; k < 2; k++) {
+                    gin[split][k] = xmalloc(a[k].rows * c.dim * 4);
+                    if (split) model_backward_input(&m, &a[k], 0.05f, NULL);
+                    else model_backward(&m, &a[k], 0.05f, NULL);
+                    down(gin[split][k], model_grad_input(&m), a[k].rows * c.dim, dt);
+                }
+                if (split)
+                    for (int k = 0; k < 2; k++) {
+                        size_t want = model_dout_bytes(&m, &a[k]);
+                        if (a[k].dout_bytes != want)
+                            UNIT_FAIL("B keeps %zu bytes for W, the formula says %zu", a[k].dout_bytes, want);
+                        model_backward_weights(&m, &a[k]);
+                    }
+                g[split] = grads_of(&m);
+                for (int k = 0; k < 2; k++) model_acts_free(&m, &a[k]);
+            }
+            size_t bad = 0, first = 0;
+            for (size_t i = 0; i < m.size; i++)
+                if (memcmp(&g[0][i], &g[1][i], 4) != 0 && bad++ == 0) first = i;
+            if (bad)
+                UNIT_FAIL("%s, %s: %zu of %zu gradients differ between split and fused backward "
+                          "(first: element %zu, %.9g against %.9g)", dtype_name(dt),
+                          stage ? "last stage" : "whole model", bad, m.size, first, g[1][first], g[0][first]);
+            for (int k = 0; k < 2 && stage; k++)
+                if (memcmp(gin[0][k], gin[1][k], (k ? 3 : 1) * T * c.dim * 4) != 0)
+                    UNIT_FAIL("%s: the input gradient of micro-batch %d differs between split and fused",
+                              dtype_name(dt), k);
+            for (int k = 0; k < 2; k++) { free(gin[0][k]); free(gin[1][k]); }
+            free(g[0]);
+            free(g[1]);
+            free(ps);
+            model_free(&m);
+        }
+    free(x0);
+    free(p);
+}
+
 /* The lecture's worked example of gradient accumulation, on the model: the
  * loss of a step is the MEAN over all B T tokens of the global batch, and
  * gradients are linear, so K micro-batches accumulate to the full batch's
@@ -1198,7 +1275,7 @@ TEST(model_recomputation_policies_give_bit_identical_gradients) {
     size_t bytes0 = 0, bytes_full = 0;
     for (int k = 0; k < np; k++) {
         model_acts_t a;
-        model_acts_init(&m, &a, 0, B, (model_recompute_t){every[k], block[k], sel[k]});
+        model_acts_init(&m, &a, 0, B, (model_recompute_t){.every = every[k], .block = block[k], .selective = sel[k]});
         model_zero_grads(&m);
         double l = fwd(&m, &a, tok, tg);
         model_backward(&m, &a, 0.05f, NULL);

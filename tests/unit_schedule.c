@@ -51,7 +51,7 @@ static void replay_one(pipe_schedule_t *s, void *ctx) {
         f[i] = 1.0 / s->V;
         b[i] = bf / s->V;
     }
-    pipe_costs_t c = {f, b, 0};
+    pipe_costs_t c = {f, b, 0, NULL};
     pipe_replay_t r;
     char err[300];
     if (pipe_replay(s, &c, &r, err, sizeof err)) UNIT_FAIL("%s", err);
@@ -74,7 +74,7 @@ TEST(schedule_lecture_example_4_stages_4_micro_batches_is_4_of_7_busy) {
     pipe_schedule_t s;
     pipe_schedule_build(&s, PIPE_GPIPE, 4, 4, 1);
     double one[4] = {1, 1, 1, 1};
-    pipe_costs_t c = {one, one, 0};
+    pipe_costs_t c = {one, one, 0, one};
     pipe_replay_t r;
     EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);
     EXPECT_NEAR(r.step, 14, 0);                    /* (M + P - 1) forwards + as many backwards */
@@ -138,9 +138,68 @@ static void expect_refused(const pipe_schedule_t *s, const char *want, const cha
 static int find(const pipe_schedule_t *s, int st, int op, int mb, int msg) {
     for (int i = 0; i < s->n[st]; i++) {
         const pipe_action_t *a = &s->a[st][i];
-        if (a->op == op && a->mb == mb && (op < PA_SEND || a->msg == msg)) return i;
+        if (a->op == op && a->mb == mb && (!pipe_is_msg(op) || a->msg == msg)) return i;
     }
     return -1;
+}
+
+/* ZB-H1 (Qi et al. 2023): every list up to 8 stages and 16 micro-batches
+ * passes the checker and holds exactly min(M, P) micro-batches (1F1B's peak,
+ * on every stage); with T_F = T_B = T_W and M >= P its replayed bubble is
+ * the formula (P - 1) / (3 M + P - 1), i.e. (P - 1)(T_F + T_B - T_W) of idle
+ * per stage, against 1F1B's (P - 1)(T_F + T_B + T_W) on the same times (its
+ * backward B + W in one); with fewer micro-batches than stages it is never
+ * slower than 1F1B. */
+TEST(schedule_zbh1_passes_the_checker_and_its_bubble_is_the_formula) {
+    double one[8] = {1, 1, 1, 1, 1, 1, 1, 1}, two[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    int n = 0;
+    for (int P = 1; P <= 8; P++)
+        for (int M = 1; M <= 16; M++) {
+            pipe_schedule_t s, f;
+            pipe_schedule_build(&s, PIPE_ZBH1, P, M, 1);
+            pipe_schedule_build(&f, PIPE_1F1B, P, M, 1);
+            check_one(&s, NULL);
+            for (int st = 0; st < P; st++)
+                if (pipe_inflight_max(&s, st) != (M < P ? M : P))
+                    UNIT_FAIL("zbh1 P %d M %d stage %d holds %d micro-batches, want min(M, P) = %d", P, M, st,
+                              pipe_inflight_max(&s, st), M < P ? M : P);
+            pipe_costs_t c = {one, one, 0, one}, cf = {one, two, 0, NULL};
+            pipe_replay_t r, rf;
+            EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);
+            EXPECT(pipe_replay(&f, &cf, &rf, NULL, 0) == 0);
+            double want = pipe_bubble_formula(PIPE_ZBH1, P, M, 1);
+            if (M >= P && (fabs(r.bubble - want) > 1e-12 || fabs(r.step - (3 * M + P - 1)) > 1e-12))
+                UNIT_FAIL("zbh1 P %d M %d: replayed bubble %.6f step %g, formula %.6f step %d", P, M, r.bubble,
+                          r.step, want, 3 * M + P - 1);
+            if (M >= P && fabs(rf.step - r.step - 2 * (P - 1)) > 1e-12)
+                UNIT_FAIL("P %d M %d: 1F1B's step %g is not zbh1's %g + 2 (P - 1) T_W", P, M, rf.step, r.step);
+            if (r.step > rf.step + 1e-12) UNIT_FAIL("P %d M %d: zbh1's step %g beyond 1F1B's %g", P, M, r.step, rf.step);
+            pipe_replay_free(&r);
+            pipe_replay_free(&rf);
+            pipe_schedule_free(&s);
+            pipe_schedule_free(&f);
+            n++;
+        }
+    printf("%d zbh1 lists checked and replayed\n", n);
+}
+
+TEST(schedule_checker_catches_a_w_before_its_backward_missing_or_twice) {
+    pipe_schedule_t s;
+    pipe_schedule_build(&s, PIPE_ZBH1, 2, 2, 1);
+    int b = find(&s, 1, PA_BWD, 0, 0), w = find(&s, 1, PA_W, 0, 0);
+    pipe_action_t keep = s.a[1][w];
+    s.a[1][w] = s.a[1][b];
+    s.a[1][b] = keep;
+    expect_refused(&s, "before its backward", "W 0 swapped with B 0 on stage 1");
+    s.a[1][b] = s.a[1][w];
+    s.a[1][w] = keep;
+    s.a[1][w].mb = 1;   /* W 1 twice, W 0 never */
+    expect_refused(&s, "twice", "W 0 renamed W 1 on stage 1");
+    s.a[1][w] = keep;
+    s.n[1]--;   /* drop the last action, a W */
+    expect_refused(&s, "never runs the W", "the last W dropped on stage 1");
+    s.n[1]++;
+    pipe_schedule_free(&s);
 }
 
 TEST(schedule_checker_catches_a_backward_before_its_forward) {
@@ -198,7 +257,7 @@ TEST(schedule_checker_catches_a_deadlock) {
     expect_refused(&naive, "deadlock", "stage 0 naive, stage 1 GPipe");
     pipe_replay_t r;
     double one[2] = {1, 1};
-    pipe_costs_t c = {one, one, 0};
+    pipe_costs_t c = {one, one, 0, one};
     EXPECT(pipe_replay(&naive, &c, &r, NULL, 0) != 0);
     pipe_replay_free(&r);
     pipe_schedule_free(&naive);
@@ -226,7 +285,7 @@ TEST(schedule_one_stream_per_rank_needs_sends_and_receives_grouped) {
         EXPECT(pipe_schedule_check(&s, err, sizeof err) == 0);
         pipe_schedule_ungroup(&s);
         double one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-        pipe_costs_t c = {one, one, 0};
+        pipe_costs_t c = {one, one, 0, one};
         pipe_replay_t r;
         EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);   /* MPI: no deadlock */
         pipe_replay_free(&r);
@@ -247,7 +306,7 @@ TEST(schedule_replay_charges_each_message_its_time) {
     pipe_schedule_t s;
     pipe_schedule_build(&s, PIPE_GPIPE, 2, 1, 1);
     double f[2] = {1, 2}, b[2] = {4, 3};
-    pipe_costs_t c = {f, b, 0.25};
+    pipe_costs_t c = {f, b, 0.25, NULL};
     pipe_replay_t r;
     EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);
     EXPECT_NEAR(r.step, 1 + 0.25 + 2 + 3 + 0.25 + 4, 1e-15);
