@@ -268,12 +268,13 @@ int main(int argc, char **argv) {
     tr.mb = tr.o.batch / replicas;   /* replica 0's share: tr.model holds one replica */
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
     dp_init(&dp, &tr, replicas);
+    tr.peak *= replicas;   /* MFU against every replica's threads, as DDP's N ranks */
     say("dataparallel: %d replica%s x %d sequences, %d thread%s each; device 0 moves %.2f MB of weights, "
-        "%.2f MB of logits and %.2f MB of gradients per step\n", replicas, replicas == 1 ? "" : "s", dp.b,
+        "%.2f MB of logits and %.2f MB of gradients per step; MFU against %d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp.b,
         tr.dev.threads, tr.dev.threads == 1 ? "" : "s",
         (replicas - 1) * tr.model.size * dtype_size(tr.dtype) / 1e6,
         (replicas - 1) * (double)dp.b * tr.o.seq * tr.cfg.vocab * dtype_size(tr.dtype) / 1e6,
-        (replicas - 1) * tr.model.size * 4.0 / 1e6);
+        (replicas - 1) * tr.model.size * 4.0 / 1e6, replicas);
     tr.step_note = dp_note;
     tr.step_note_ctx = &dp;
     train_optimizer(&tr, NULL, 0, 0);

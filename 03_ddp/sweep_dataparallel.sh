@@ -6,7 +6,10 @@
 # *_ddp_runs.csv and, per N, the median run of each (by step time) side by
 # side into CSV (default plots/data/dataparallel.csv): the data of
 # 03_ddp/dataparallel.gp and of the README's table. Flags after CSV go to
-# every run.
+# every run. Both start under mpirun --bind-to none: Open MPI otherwise pins
+# each of up to 2 ranks to a core (one core for DDP's single rank, and for
+# the whole DataParallel process with its N threads) but leaves 4 ranks
+# unpinned, and the pinning, not the method, would decide the comparison.
 #   bash 03_ddp/sweep_dataparallel.sh plots/data/dataparallel.csv --device cpu
 # Environment: COUNTS ("1 2 4"), BATCH (16), REPEATS (3), STEPS (8).
 set -euo pipefail
@@ -23,8 +26,9 @@ rm -f "$ddp_runs"
 common=(--threads 1 --batch "$batch" --steps "${STEPS:-8}")
 for r in $(seq "$repeats"); do
     for n in $counts; do
-        a=$(mpirun -np "$n" ./03_ddp/ddp "${common[@]}" --bench-csv "$ddp_runs" "$@" | grep '^mean')
-        b=$(./03_ddp/dataparallel "${common[@]}" --replicas "$n" --bench-csv "$runs" "$@" | grep '^mean')
+        a=$(mpirun --bind-to none -np "$n" ./03_ddp/ddp "${common[@]}" --bench-csv "$ddp_runs" "$@" | grep '^mean')
+        b=$(mpirun --bind-to none -np 1 ./03_ddp/dataparallel "${common[@]}" --replicas "$n" --bench-csv "$runs" "$@" |
+            grep '^mean')
         printf 'run %d/%d, N = %d |          ddp: %s\n%*s | dataparallel: %s\n' "$r" "$repeats" "$n" \
             "$(echo "$a" | cut -c1-60)" 14 "" "$(echo "$b" | cut -c1-60)"
     done
