@@ -1,5 +1,8 @@
 PROGRAMS += 03_ddp/ddp
 03_ddp/ddp: $(call objects,03_ddp/main.c)
+# PyTorch's DataParallel in C: one process, one thread per replica.
+PROGRAMS += 03_ddp/dataparallel
+03_ddp/dataparallel: $(call objects,03_ddp/dataparallel.c)
 
 # The exercises' numeric answers (README.md, "Exercises"), from
 # 03_ddp/answers.txt: make check-exercises (every chapter) or

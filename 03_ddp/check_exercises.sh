@@ -47,6 +47,15 @@ program='BEGIN {
     want("ex6_one_bucket_ms", (14 * a + 1.75 * 4 * P / bw) * 1e3, 0.01, "2(N-1) alpha + 2(N-1)/N X / bw")
     want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
          "only the last bucket (the embedding) is left after backward")
+    # DataParallel (03_ddp/dataparallel): 4 replicas, fp32, batch 16 x 128 tokens
+    N = 4; T = 128; b = 16 / N
+    want("dp_moved_mb_4_replicas", ((N - 1) * 4 * P + (N - 1) * b * T * V * 4 + (N - 1) * 4 * P) / 1e6, 0.002,
+         "(N-1) x (weights out + one replica of logits in + its gradients in)")
+    want("dp_state_mb_4_replicas", (N * 8 * P + 12 * P + 4 * P) / 1e6, 0.002,
+         "N copies of weights and gradients, one optimizer, one staging buffer")
+    # step(N) = 600 / N + 1.5 (N - 1) + 3.4 ms: the N where d step / dN = 0, and that step
+    want("dp_best_replicas", sqrt(600 / 1.5), 0.001, "-600 / N^2 + 1.5 = 0")
+    want("dp_best_step_ms", 600 / 20 + 1.5 * 19 + 3.4, 0.001, "step(N) at that N")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))

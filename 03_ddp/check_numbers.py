@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """check_numbers.py: the numbers 03_ddp/ddp prints, recomputed from the
-model's shape alone (common/MODEL.md) and the rules of DDP.
+model's shape alone (common/MODEL.md) and the rules of DDP; with
+--dataparallel N, those 03_ddp/dataparallel prints.
 
     check_numbers.py LOG CSV [BENCH_CSV]
+    check_numbers.py --dataparallel N LOG BENCH_CSV
 
 LOG is the program's standard output, CSV its --csv file, BENCH_CSV its
 --bench-csv file (the last row is checked). From the header's shape (C, L,
@@ -26,6 +28,15 @@ H, KV, hd, F, V, seq), dtype, world and batch:
   bench row   buckets, grad_mb, tokens = batch x seq, step_ms = compute_ms
               + exposed_comm_ms, tok_s = tokens / step time, ranks, threads
 
+dataparallel (N replicas in one process, b = batch / N sequences each):
+  moved       device 0 sends (N-1) P x dtype bytes of weights, receives
+              (N-1) b seq V x dtype bytes of logits and (N-1) 4P of gradients
+  memory      params N P x dtype bytes and grads 4 N P (every replica its
+              copy), optim 12P (device 0 only), comm 4P (the gradient
+              staging buffer, N > 1)
+  bench row   serial_ms = replicate + gather + reduce, tokens, tok_s,
+              replicas, threads
+
 Prints each comparison; exit 1 with what differed and by how much.
 """
 import csv
@@ -42,15 +53,65 @@ def near(what, got, want, rel=0.0, absolute=0.0):
         what, got, want, "" if ok else " (off by %.3g)" % (got - want)))
 
 
-def main():
-    if len(sys.argv) not in (3, 4):
-        sys.exit("usage: check_numbers.py LOG CSV [BENCH_CSV]")
-    log = open(sys.argv[1]).read()
-    rows = list(csv.DictReader(open(sys.argv[2])))
+def model_line(log):
+    """The header's model: line as a match (groups: C L H KV hd F V seq, the
+    params and in-matmuls counts with units, dtype), and P from the shape."""
     m = re.search(r"^model: +dim (\d+), (\d+) layers, (\d+) heads \((\d+) kv, head dim (\d+)\), ffn (\d+), "
                   r"vocab (\d+), seq (\d+) \| ([0-9.]+)([kM]) params \(([0-9.]+)([kM]) in matmuls\) \| (\w+)", log, re.M)
     if not m:
-        sys.exit("error: no model: line in " + sys.argv[1])
+        sys.exit("error: no model: line in the log")
+    C, L, H, KV, hd, F, V = (int(m.group(i)) for i in range(1, 8))
+    S = 2 * C + 2 * C * H * hd + 2 * C * KV * hd + 3 * C * F
+    return m, V * C + L * S + C + C * V, S
+
+
+def memory_kinds(log, want):
+    """The memory: line's kinds against want (bytes per kind), and its total."""
+    mem = re.search(r"^memory: +([0-9.]+) MB at most on a rank \(largest per kind:(.*)\)", log, re.M)
+    kinds = {k: float(v) for k, v in re.findall(r"(\w+) ([0-9.]+)", mem.group(2))}
+    for k, v in want.items():
+        near("memory %s (MB)" % k, kinds.get(k, 0.0), v / 1e6, 0, 0.005)
+    near("memory total = sum of the kinds (MB)", float(mem.group(1)), sum(kinds.values()), 0, 0.005 * len(kinds))
+    return mem, kinds
+
+
+def dataparallel(n, log, bench):
+    m, P, _ = model_line(log)
+    V, T, dtype = int(m.group(7)), int(m.group(8)), m.group(13)
+    size = {"fp32": 4, "bf16": 2}[dtype]
+    threads = int(re.search(r"^device: .*?(\d+) threads? per rank", log, re.M).group(1))
+    batch = int(re.search(r"^batch: +(\d+) sequences", log, re.M).group(1))
+    b = batch // n
+    d = re.search(r"^dataparallel: (\d+) replicas? x (\d+) sequences, (\d+) threads? each; device 0 moves "
+                  r"([0-9.]+) MB of weights, ([0-9.]+) MB of logits and ([0-9.]+) MB of gradients", log, re.M)
+    near("replicas", int(d.group(1)), n)
+    near("sequences per replica", int(d.group(2)), b)
+    near("threads per replica", int(d.group(3)), threads)
+    near("weights moved (MB)", float(d.group(4)), (n - 1) * P * size / 1e6, 0, 0.005)
+    near("logits moved (MB)", float(d.group(5)), (n - 1) * b * T * V * size / 1e6, 0, 0.005)
+    near("gradients moved (MB)", float(d.group(6)), (n - 1) * 4 * P / 1e6, 0, 0.005)
+    want = {"params": n * P * size, "grads": n * 4 * P, "optim": 12 * P, "comm": 4 * P if n > 1 else 0}
+    memory_kinds(log, want)
+    r = list(csv.DictReader(open(bench)))[-1]
+    serial = float(r["replicate_ms"]) + float(r["gather_ms"]) + float(r["reduce_ms"])
+    near("bench serial_ms = replicate + gather + reduce", float(r["serial_ms"]), serial, 0, 0.002)
+    near("bench replicas", int(r["replicas"]), n)
+    near("bench threads", int(r["threads"]), threads)
+    near("bench tokens", int(r["tokens"]), batch * T)
+    step = float(r["step_ms"])
+    near("bench tok_s = tokens / step", float(r["tok_s"]), batch * T / (step / 1e3), 1e-4 + 0.0005 / step, 0.05)
+    return "P = %d, %s, %d replica%s" % (P, dtype, n, "" if n == 1 else "s")
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--dataparallel":
+        report(dataparallel(int(sys.argv[2]), open(sys.argv[3]).read(), sys.argv[4]))
+        return
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: check_numbers.py LOG CSV [BENCH_CSV] | --dataparallel N LOG BENCH_CSV")
+    log = open(sys.argv[1]).read()
+    rows = list(csv.DictReader(open(sys.argv[2])))
+    m, P, S = model_line(log)
     C, L, H, KV, hd, F, V, T = (int(m.group(i)) for i in range(1, 9))
     unit = {"k": 1e3, "M": 1e6}
     dtype = m.group(13)
@@ -65,8 +126,6 @@ def main():
     bucket_mib, grad_mb = float(d.group(2)), float(d.group(3))
 
     # parameters, by tensor (MODEL.md's layout)
-    S = 2 * C + 2 * C * H * hd + 2 * C * KV * hd + 3 * C * F
-    P = V * C + L * S + C + C * V
     near("parameters (M)", float(m.group(9)) * unit[m.group(10)], P, 0, 0.0005 * unit[m.group(10)])
     near("parameters in matmuls (M)", float(m.group(11)) * unit[m.group(12)], P - V * C - (2 * L + 1) * C,
          0, 0.0005 * unit[m.group(12)])
@@ -87,19 +146,12 @@ def main():
     near("buckets per step (ddp: line)", int(nb.group(1)), buckets)
 
     # memory per kind (MB = 1e6 bytes, 2 decimals)
-    mem = re.search(r"^memory: +([0-9.]+) MB at most on a rank \(largest per kind:(.*)\)", log, re.M)
-    kinds = {k: float(v) for k, v in re.findall(r"(\w+) ([0-9.]+)", mem.group(2))}
-    want = {"params": P * (4 if dtype == "fp32" else 2), "grads": 4 * P, "optim": 12 * P}
-    if dtype == "bf16" and world > 1:
-        want["comm"] = 2 * P
-    for k, v in want.items():
-        near("memory %s (MB)" % k, kinds.get(k, 0.0), v / 1e6, 0, 0.005)
-    if "comm" not in want:
-        near("memory comm (MB)", kinds.get("comm", 0.0), 0.0)
-    near("memory total = sum of the kinds (MB)", float(mem.group(1)), sum(kinds.values()), 0, 0.005 * len(kinds))
+    want = {"params": P * (4 if dtype == "fp32" else 2), "grads": 4 * P, "optim": 12 * P,
+            "comm": 2 * P if dtype == "bf16" and world > 1 else 0}
+    mem, kinds = memory_kinds(log, want)
     state = sum(want.values())
     print("bytes per parameter in weights, gradients, optimizer%s: %.2f" % (
-        " and the bf16 wire copy" if "comm" in want else "", state / P))
+        " and the bf16 wire copy" if want["comm"] else "", state / P))
 
     # the CSV: bytes sent and memory, every row
     sent = 2 * (world - 1) / world * P * wire / 1e6
@@ -124,14 +176,17 @@ def main():
             near("bench step_ms = mean of the CSV's steps 2..", step, sum(timed) / len(timed), 0,
                  0.0005 * len(timed) + 0.001)
 
+    report("P = %d, %s, %d rank%s, %d buckets" % (P, dtype, world, "" if world == 1 else "s", buckets))
+
+
+def report(what):
     for c in checked:
         print("  ok    " + c)
     for c in bad:
         print("  WRONG " + c)
     if bad:
         sys.exit("error: %d printed numbers disagree with their formulas" % len(bad))
-    print("%d numbers agree with their formulas (P = %d, %s, %d rank%s, %d buckets)" % (
-        len(checked), P, dtype, world, "" if world == 1 else "s", buckets))
+    print("%d numbers agree with their formulas (%s)" % (len(checked), what))
 
 
 main()

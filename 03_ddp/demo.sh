@@ -6,3 +6,6 @@ step mpirun -np 2 ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step bash 03_ddp/sweep_scaling.sh plots/data/ddp_scaling.csv --device cpu
 step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
+# DataParallel (one process, a thread per replica) against DDP at the same
+# global batch, 1, 2 and 4 replicas or ranks: one short run each.
+step env REPEATS=1 STEPS=4 bash 03_ddp/sweep_dataparallel.sh plots/data/dataparallel.csv --device cpu --seq 32

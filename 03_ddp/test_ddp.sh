@@ -159,6 +159,27 @@ numbers)  # NP [FLAGS...]: every number the program prints, recomputed from the 
     grep -h '^model\|^ddp\|^memory' "$dir/a.log"
     python3 03_ddp/check_numbers.py "$dir/a.log" "$dir/a.csv" "$dir/bench.csv"
     ;;
+dp)  # N TOL [FLAGS...]: dataparallel with N replicas (one process) vs ddp on N ranks
+    # and on 1 rank, the same global batch, 6 steps
+    n=$2; tol=$3; shift 3
+    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
+    run "$n" "$dir/ddp.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/ddp.bin"
+    if ! ./03_ddp/dataparallel "${TINY[@]}" --replicas "$n" --steps 6 "$@" --save-final "$dir/dp.bin" \
+            >"$dir/dp.log" 2>&1; then
+        echo "run failed: 03_ddp/dataparallel --replicas $n $*"; tail -n 20 "$dir/dp.log"; exit 1
+    fi
+    echo "dataparallel with $n replicas vs ddp on $n ranks and on 1 rank, 6 steps, $*"
+    grep '^dataparallel' "$dir/dp.log"
+    $CMP "$dir/dp.bin" "$dir/ddp.bin" --tol "$tol" ${WTOL:+--wtol "$WTOL"}
+    $CMP "$dir/dp.bin" "$dir/one.bin" --tol "$tol" ${WTOL:+--wtol "$WTOL"}
+    ;;
+dp-numbers)  # N [FLAGS...]: dataparallel's printed bytes and its bench row against their formulas
+    n=$2; shift 2
+    ./03_ddp/dataparallel --device "$DEV" --threads 1 --seq 16 --batch 12 --steps 3 --replicas "$n" \
+        --bench-csv "$dir/bench.csv" "$@" >"$dir/a.log"
+    grep -h '^model\|^dataparallel' "$dir/a.log"
+    python3 03_ddp/check_numbers.py --dataparallel "$n" "$dir/a.log" "$dir/bench.csv"
+    ;;
 repeats)  # repeats.awk on made-up runs: 3 repeats of "1,on", 2 of "1,off", 1 of "2,on"
     printf '%s\n' bucket_mb,overlap,step_ms,compute_ms 1,on,30,20 1,off,50,30 2,on,7,5 1,on,10,9 \
         1,off,40,35 1,on,20,15 > "$dir/runs.csv"

@@ -224,6 +224,10 @@ void dev_copy_2d(const device_t *d, void *dst, size_t dpitch, const void *src, s
         memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width);
 }
 
+void dev_bind(const device_t *d) {
+    if (ON_GPU(d)) cuda_bind(d);
+}
+
 void dev_sync(const device_t *d) {
     if (ON_GPU(d)) cuda_sync(d);
 }

@@ -63,6 +63,10 @@ void dev_copy(const device_t *d, void *dst, const void *src, size_t bytes);
  * token) or scatters it back, as all-to-all layouts need. */
 void dev_copy_2d(const device_t *d, void *dst, size_t dpitch, const void *src, size_t spitch,
                  size_t width, size_t rows);
+/* Make d the calling thread's current device (CUDA keeps it per thread): a
+ * thread that drives a device it did not open calls it first. Nothing on
+ * the CPU. */
+void dev_bind(const device_t *d);
 /* Wait until all work queued on the device (both streams) has finished. */
 void dev_sync(const device_t *d);
 

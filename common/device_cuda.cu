@@ -82,6 +82,8 @@ extern "C" void cuda_copy_2d(const device_t *d, void *dst, size_t dpitch, const 
                                  (cudaStream_t)d->stream));
 }
 
+extern "C" void cuda_bind(const device_t *d) { CUDA_CHECK(cudaSetDevice(d->gpu)); }
+
 extern "C" void cuda_sync(const device_t *d) {
     (void)d;
     CUDA_CHECK(cudaDeviceSynchronize());

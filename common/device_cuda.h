@@ -25,6 +25,7 @@ void cuda_copy(const device_t *d, void *dst, const void *src, size_t bytes, int 
 /* A strided copy on the compute stream (dev_copy_2d), device to device. */
 void cuda_copy_2d(const device_t *d, void *dst, size_t dpitch, const void *src, size_t spitch,
                   size_t width, size_t rows);
+void cuda_bind(const device_t *d);   /* cudaSetDevice(d->gpu) */
 void cuda_sync(const device_t *d);
 void cuda_timer_start(dev_timer_t *t);
 double cuda_timer_stop_ms(dev_timer_t *t);

@@ -45,6 +45,9 @@
 extern "C" {
 #endif
 
+/* The CPU backend keeps its scratch per thread: a thread that ran CPU ops
+ * frees it with this before it ends (the main thread's lives to the end). */
+void ops_cpu_thread_end(void);
 /* RoPE's (cos, sin) table, on the host in double; see rope below. */
 void rope_table(float *host_cs, int max_pos, int hd, double base);
 

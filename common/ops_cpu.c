@@ -23,8 +23,10 @@
 /* ---- scratch --------------------------------------------------------------- */
 enum { SCR_A, SCR_B, SCR_C, SCR_Q, SCR_K, SCR_V, SCR_O, SCR_DO, SCR_DQ, SCR_DK, SCR_DV,
        SCR_S, SCR_P, SCR_ROW, SCR_COUNT };
-static float *scr_buf[SCR_COUNT];
-static size_t scr_len[SCR_COUNT];
+/* One set per thread: 03_ddp/dataparallel runs several models at once, one
+ * per thread, in one process. */
+static _Thread_local float *scr_buf[SCR_COUNT];
+static _Thread_local size_t scr_len[SCR_COUNT];
 
 static float *scratch(int which, size_t n) {
     if (scr_len[which] < n) {
@@ -33,6 +35,14 @@ static float *scratch(int which, size_t n) {
         scr_len[which] = n;
     }
     return scr_buf[which];
+}
+
+void ops_cpu_thread_end(void) {
+    for (int i = 0; i < SCR_COUNT; i++) {
+        free(scr_buf[i]);
+        scr_buf[i] = NULL;
+        scr_len[i] = 0;
+    }
 }
 
 static inline float ld(const void *p, dtype_t t, size_t i) { return dtype_get(p, t, i); }

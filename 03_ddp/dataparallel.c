@@ -1,0 +1,298 @@
+/* dataparallel.c: 03_ddp/dataparallel, data parallelism the way PyTorch's
+ * nn.DataParallel does it: ONE process drives --replicas N devices, one
+ * thread per replica, and device 0 does the bookkeeping. Beside 03_ddp/ddp
+ * (N processes, each its own optimizer, gradients all-reduced) it shows what
+ * the single process costs.
+ *
+ *   ./03_ddp/dataparallel --replicas 4 [--steps 200 --batch 16 ...]
+ *
+ * One step (the phases it times):
+ *   replicate  device 0's weights copied to every other replica,
+ *              and the global batch scattered, b = batch / N
+ *              sequences to each                                   serial
+ *   forward    every replica its piece, in parallel                parallel
+ *   gather     every replica's logits copied to device 0, and the
+ *              loss computed there over the whole batch            serial
+ *   backward   every replica, in parallel, dlogits scaled by
+ *              1 / global tokens                                   parallel
+ *   reduce     every replica's gradients copied to device 0 and
+ *              summed there, one after the other                   serial
+ * then the training loop clips and steps AdamW on device 0 only (DDP steps
+ * it on every rank at once: the same time). The serial phases are device
+ * 0's extra work; with N replicas the parallel phases shrink as 1/N and the
+ * serial ones grow as N - 1 (Amdahl).
+ *
+ * The loss gradient: DataParallel scatters dlogits = (softmax - onehot) / n
+ * from device 0; here each replica's backward computes the same values from
+ * its own logits (model_backward), so only the scale travels. The loss
+ * device 0 reports is computed from the gathered logits.
+ *
+ * Threads: replica 0 is the main thread on tr.model; the others each have
+ * a thread, a device_t (on the CPU --threads OpenBLAS threads each, on GPUs
+ * GPU r % gpus, its own streams) and a model of their own. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ops.h"
+#include "perf.h"
+#include "train.h"
+
+/* One row per run (sweep_dataparallel.sh): means over the timed steps, in
+ * ms; serial_ms = replicate + gather + reduce. */
+#define BENCH_HEADER "replicas,step_ms,forward_ms,backward_ms,replicate_ms,gather_ms,reduce_ms,serial_ms,optimizer_ms,tokens,tok_s,threads"
+
+enum { REPLICATE, FORWARD, GATHER, BACKWARD, REDUCE, PHASES };
+static const char *const phase_name[PHASES] = {"replicate", "forward", "gather", "backward", "reduce"};
+
+typedef enum { RUN_FORWARD, RUN_BACKWARD, RUN_QUIT } job_t;
+
+typedef struct dp dp_t;
+typedef struct {
+    dp_t *dp;
+    device_t dev;        /* replica 0: tr.dev */
+    model_t own;         /* replicas 1..N-1 */
+    model_t *m;          /* replica 0: tr.model */
+    model_acts_t own_acts, *acts;   /* (b, seq); replica 0: tr.acts */
+    pthread_t thread;
+} replica_t;
+
+struct dp {
+    train_t *tr;
+    int n, b;                    /* replicas, sequences per replica */
+    replica_t *rep;
+    job_t job;
+    pthread_barrier_t go, done;
+    void *logits;                /* (n b seq, V) device 0: the gathered logits */
+    int *targets;                /* (n b seq) device 0 */
+    float *lse, *picked;         /* (n b seq) device 0, and their host copies */
+    float *lse_host, *picked_host;
+    float *stage;                /* (size) fp32 device 0: one replica's gradients */
+    double t[PHASES], sum[PHASES];   /* this step's ms, and the sums over timed steps */
+    const char *bench_csv;
+};
+
+static void run_job(replica_t *r, job_t job) {
+    train_t *tr = r->dp->tr;
+    if (job == RUN_FORWARD) {
+        model_forward(r->m, r->acts);   /* the loss is device 0's, from the logits */
+    } else {
+        model_zero_grads(r->m);
+        model_backward(r->m, r->acts, tr->loss_scale, NULL);
+    }
+    dev_sync(&r->dev);
+}
+
+static void *replica_thread(void *arg) {
+    replica_t *r = arg;
+    dp_t *dp = r->dp;
+    dev_bind(&r->dev);
+    for (;;) {
+        pthread_barrier_wait(&dp->go);
+        if (dp->job == RUN_QUIT) break;
+        run_job(r, dp->job);
+        pthread_barrier_wait(&dp->done);
+    }
+    ops_cpu_thread_end();
+    return NULL;
+}
+
+/* Every replica runs job at once; returns when the slowest is done. */
+static double parallel(dp_t *dp, job_t job) {
+    double t0 = now_s();
+    dp->job = job;
+    pthread_barrier_wait(&dp->go);
+    run_job(&dp->rep[0], job);
+    pthread_barrier_wait(&dp->done);
+    return (now_s() - t0) * 1e3;
+}
+
+static void dp_init(dp_t *dp, train_t *tr, int n) {
+    dp->tr = tr;
+    dp->n = n;
+    dp->b = tr->o.batch / n;
+    dp->rep = xcalloc((size_t)n, sizeof(replica_t));
+    const device_t *d0 = &tr->dev;
+    for (int i = 0; i < n; i++) {
+        replica_t *r = &dp->rep[i];
+        r->dp = dp;
+        if (i == 0) {
+            r->dev = tr->dev;
+            r->m = &tr->model;
+            r->acts = &tr->acts;
+        } else {
+            device_init(&r->dev, d0->kind == DEV_CUDA ? "cuda" : "cpu", i, n, d0->threads);
+            dev_bind(&r->dev);
+            model_init(&r->own, &tr->cfg, &tr->shard, dp->b, tr->dtype, &r->dev, MODEL_PARAMS_AND_GRADS);
+            r->m = &r->own;
+            r->acts = &r->own_acts;
+            model_acts_init(r->m, r->acts, 0, dp->b, tr->recompute);
+        }
+    }
+    dev_bind(d0);
+    size_t rows = (size_t)tr->o.batch * tr->o.seq, V = (size_t)tr->cfg.vocab;
+    dp->logits = dev_alloc_as(d0, rows * V * dtype_size(tr->dtype), MEM_ACTS);
+    dp->targets = dev_alloc_as(d0, rows * sizeof(int), MEM_ACTS);
+    dp->lse = dev_alloc_as(d0, rows * sizeof(float), MEM_ACTS);
+    dp->picked = dev_alloc_as(d0, rows * sizeof(float), MEM_ACTS);
+    dp->lse_host = xmalloc(rows * sizeof(float));
+    dp->picked_host = xmalloc(rows * sizeof(float));
+    dp->stage = n > 1 ? dev_alloc_as(d0, tr->model.size * sizeof(float), MEM_COMM) : NULL;
+    pthread_barrier_init(&dp->go, NULL, (unsigned)n);
+    pthread_barrier_init(&dp->done, NULL, (unsigned)n);
+    for (int i = 1; i < n; i++)
+        if (pthread_create(&dp->rep[i].thread, NULL, replica_thread, &dp->rep[i]))
+            die("dataparallel: cannot start the thread of replica %d", i);
+}
+
+static void dp_free(dp_t *dp) {
+    dp->job = RUN_QUIT;
+    pthread_barrier_wait(&dp->go);
+    for (int i = 1; i < dp->n; i++) pthread_join(dp->rep[i].thread, NULL);
+    pthread_barrier_destroy(&dp->go);
+    pthread_barrier_destroy(&dp->done);
+    const device_t *d0 = &dp->tr->dev;
+    for (int i = 1; i < dp->n; i++) {
+        replica_t *r = &dp->rep[i];
+        dev_bind(&r->dev);
+        model_acts_free(r->m, r->acts);
+        model_free(&r->own);
+        device_finalize(&r->dev);
+    }
+    dev_bind(d0);
+    dev_free(d0, dp->logits);
+    dev_free(d0, dp->targets);
+    dev_free(d0, dp->lse);
+    dev_free(d0, dp->picked);
+    dev_free(d0, dp->stage);
+    free(dp->lse_host);
+    free(dp->picked_host);
+    free(dp->rep);
+}
+
+/* Device 0's serial phases, timed by the host clock after a sync. */
+static double since(const device_t *d, double t0) {
+    dev_sync(d);
+    return (now_s() - t0) * 1e3;
+}
+
+static void dp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
+    dp_t *dp = ctx;
+    const device_t *d0 = &tr->dev;
+    int seq = tr->o.seq, V = tr->cfg.vocab;
+    size_t rows = (size_t)dp->b * seq, bytes = tr->model.size * dtype_size(tr->dtype);
+
+    /* replicate the weights from device 0, scatter the batch */
+    double t0 = now_s();
+    for (int i = 1; i < dp->n; i++) dev_copy(d0, dp->rep[i].m->params, tr->model.params, bytes);
+    dev_sync(d0);
+    data_batch(&tr->data, step - 1, tr->o.batch, 0, tr->o.batch, tr->tokens, tr->targets);
+    for (int i = 0; i < dp->n; i++) {
+        dev_bind(&dp->rep[i].dev);
+        model_set_batch(dp->rep[i].m, dp->rep[i].acts, tr->tokens + i * rows, tr->targets + i * rows);
+    }
+    dev_bind(d0);
+    dp->t[REPLICATE] = since(d0, t0);
+
+    dp->t[FORWARD] = parallel(dp, RUN_FORWARD);
+
+    /* gather the logits on device 0; the loss of the whole batch there */
+    t0 = now_s();
+    size_t lbytes = rows * (size_t)V * dtype_size(tr->dtype), all = rows * (size_t)dp->n;
+    for (int i = 0; i < dp->n; i++)
+        dev_copy(d0, (char *)dp->logits + i * lbytes, dp->rep[i].acts->logits, lbytes);
+    dev_from_host(d0, dp->targets, tr->targets, all * sizeof(int));
+    op_xent_forward(d0, tr->dtype, dp->logits, dp->targets, dp->picked, dp->lse, (int)all, V, 0);
+    dev_to_host(d0, dp->lse_host, dp->lse, all * sizeof(float));
+    dev_to_host(d0, dp->picked_host, dp->picked, all * sizeof(float));
+    double loss = 0;
+    for (size_t k = 0; k < all; k++)
+        if (tr->targets[k] >= 0) loss += (double)dp->lse_host[k] - dp->picked_host[k];
+    st->loss = loss;
+    dp->t[GATHER] = since(d0, t0);
+
+    dp->t[BACKWARD] = parallel(dp, RUN_BACKWARD);
+
+    /* reduce: device 0 adds every other replica's gradients to its own */
+    t0 = now_s();
+    size_t gbytes = tr->model.size * sizeof(float);
+    for (int i = 1; i < dp->n; i++) {
+        dev_copy(d0, dp->stage, dp->rep[i].m->grads, gbytes);
+        op_add(d0, DT_F32, tr->model.grads, dp->stage, tr->model.grads, tr->model.size);
+    }
+    dp->t[REDUCE] = since(d0, t0);
+
+    st->fwd_s = dp->t[FORWARD] / 1e3;
+    st->bwd_s = dp->t[BACKWARD] / 1e3;
+    st->exposed_s = (dp->t[REPLICATE] + dp->t[GATHER] + dp->t[REDUCE]) / 1e3;
+    if (step > tr->start + 1)
+        for (int p = 0; p < PHASES; p++) dp->sum[p] += dp->t[p];
+}
+
+/* After the step's log line: device 0's serial work this step. */
+static void dp_note(train_t *tr, void *ctx) {
+    (void)tr;
+    dp_t *dp = ctx;
+    say(" | device 0 serial %.1f ms", dp->t[REPLICATE] + dp->t[GATHER] + dp->t[REDUCE]);
+}
+
+int main(int argc, char **argv) {
+    dp_t dp = {0};
+    int replicas = 2;
+    arg_t flags[] = {
+        {"replicas", ARG_INT, &replicas, "replicas (threads; on GPUs GPU r % gpus each) that one process drives", NULL, 1, 64},
+        {"bench-csv", ARG_STRING, &dp.bench_csv, "append one summary row (mean time of each phase) to this CSV", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "03_ddp", "03_ddp/dataparallel", "single-process data parallel (PyTorch's DataParallel)",
+        "Data parallelism in one process, as PyTorch's nn.DataParallel: each step\n"
+        "device 0 copies the weights to every replica, scatters the batch, gathers\n"
+        "the logits and computes the loss, and sums the replicas' gradients before\n"
+        "stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
+        flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    train_init(&tr, &argc, &argv, &prog);
+    if (tr.dist.world > 1) usage_error("dataparallel is one process driving --replicas devices: run it without mpirun -np %d", tr.dist.world);
+    if (tr.o.micro != 1) usage_error("dataparallel takes --micro 1 (it has no gradient accumulation), not %d", tr.o.micro);
+    if (tr.o.batch % replicas)
+        usage_error("--batch %d does not split into %d replicas", tr.o.batch, replicas);
+    if (tr.o.c.threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        tr.o.c.threads = cores / replicas > 1 ? (int)(cores / replicas) : 1;
+    }
+    args_check_output(MPI_COMM_WORLD, "bench-csv", dp.bench_csv, BENCH_HEADER);
+    train_setup(&tr, 1, 1, 1);
+    tr.mb = tr.o.batch / replicas;   /* replica 0's share: tr.model holds one replica */
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
+    dp_init(&dp, &tr, replicas);
+    tr.peak *= replicas;   /* MFU against every replica's threads, as DDP's N ranks */
+    say("dataparallel: %d replica%s x %d sequences, %d thread%s each; device 0 moves %.2f MB of weights, "
+        "%.2f MB of logits and %.2f MB of gradients per step; MFU against %d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp.b,
+        tr.dev.threads, tr.dev.threads == 1 ? "" : "s",
+        (replicas - 1) * tr.model.size * dtype_size(tr.dtype) / 1e6,
+        (replicas - 1) * (double)dp.b * tr.o.seq * tr.cfg.vocab * dtype_size(tr.dtype) / 1e6,
+        (replicas - 1) * tr.model.size * 4.0 / 1e6, replicas);
+    tr.step_note = dp_note;
+    tr.step_note_ctx = &dp;
+    train_optimizer(&tr, NULL, 0, 0);
+    train_run(&tr, dp_step, &dp);
+
+    if (tr.timed > 0) {
+        double k = 1.0 / tr.timed, ms = tr.sum_ms * k, opt = tr.sum_opt * k;
+        double serial = (dp.sum[REPLICATE] + dp.sum[GATHER] + dp.sum[REDUCE]) * k;
+        say("dataparallel: per step %.2f ms:", ms);
+        for (int p = 0; p < PHASES; p++) say(" %s %.2f", phase_name[p], dp.sum[p] * k);
+        say(", optimizer %.2f; device 0 serial %.2f ms = %.1f%% of the step\n", opt, serial, 100 * serial / ms);
+        if (dp.bench_csv)
+            csv_append_row(dp.bench_csv, BENCH_HEADER, "%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%ld,%.1f,%d",
+                           replicas, ms, dp.sum[FORWARD] * k, dp.sum[BACKWARD] * k, dp.sum[REPLICATE] * k,
+                           dp.sum[GATHER] * k, dp.sum[REDUCE] * k, serial, opt, tr.global_tokens,
+                           tr.global_tokens / (ms / 1e3), tr.dev.threads);
+    }
+    dp_free(&dp);
+    train_finish(&tr);
+    return 0;
+}
