@@ -194,7 +194,7 @@ local-bytes)  # NP H: bytes per rank per step = 2 (N-1)/N x 4 P / H, printed, me
         END {
             split(printed, p, " ")
             want = 2 * (N - 1) / N * 4 * p[2] / H / 1e6; ddp /= rows
-            printf "formula 2 (N-1)/N x 4 x %d / %d = %.6f MB; printed %s, measured %s; DDP %.4f MB / %d = %.6f\n",
+            printf "formula 2 (N-1)/N x 4 x %d / %d = %.7g MB; printed %s, measured %s; DDP %.4f MB / %d = %.7g\n",
                    p[2], H, want, p[1], measured, ddp, H, ddp / H
             bad = 0
             if (p[1] == "" || off(p[1], want) > 1e-5) { print "error: the printed bytes differ from the formula"; bad = 1 }
