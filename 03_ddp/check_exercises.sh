@@ -47,6 +47,9 @@ program='BEGIN {
     want("ex6_one_bucket_ms", (14 * a + 1.75 * 4 * P / bw) * 1e3, 0.01, "2(N-1) alpha + 2(N-1)/N X / bw")
     want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
          "only the last bucket (the embedding) is left after backward")
+    # 17-18. local SGD (README, "Local SGD and DiLoCo"): fp32 weights all-reduced every H steps
+    want("ex17_local_mb_per_step_4_ranks_h16", 2 * 3 / 4 * 4 * P / 16 / 1e6, 0.002, "2(N-1)/N x 4 P / H")
+    want("ex18_diloco_extra_mb", 8 * P / 1e6, 0.002, "the anchor w0 and the momentum u, 4 bytes each per parameter")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))
