@@ -6,6 +6,6 @@ step mpirun -np 2 ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step bash 03_ddp/sweep_scaling.sh plots/data/ddp_scaling.csv --device cpu
 step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
-# Local SGD at H = 1, 4, 16 and DiLoCo beside DDP, on a small model, 160 steps
-# (the README's chart: 320).
-step env STEPS=160 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
+# Local SGD at H = 1, 4 and 16 and DiLoCo beside DDP, on a small model, 96
+# steps (the README's chart: 320).
+step env STEPS=96 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
