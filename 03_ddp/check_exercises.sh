@@ -56,6 +56,9 @@ program='BEGIN {
     # step(N) = 600 / N + 1.5 (N - 1) + 3.4 ms: the N where d step / dN = 0, and that step
     want("dp_best_replicas", sqrt(600 / 1.5), 0.001, "-600 / N^2 + 1.5 = 0")
     want("dp_best_step_ms", 600 / 20 + 1.5 * 19 + 3.4, 0.001, "step(N) at that N")
+    # 17-18. local SGD (README, "Local SGD and DiLoCo"): fp32 weights all-reduced every H steps
+    want("ex17_local_mb_per_step_4_ranks_h16", 2 * 3 / 4 * 4 * P / 16 / 1e6, 0.002, "2(N-1)/N x 4 P / H")
+    want("ex18_diloco_extra_mb", 8 * P / 1e6, 0.002, "the anchor w0 and the momentum u, 4 bytes each per parameter")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))

@@ -9,3 +9,6 @@ step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
 # DataParallel (one process, a thread per replica) against DDP at the same
 # global batch, 1, 2 and 4 replicas or ranks: one short run each.
 step env REPEATS=1 STEPS=4 bash 03_ddp/sweep_dataparallel.sh plots/data/dataparallel.csv --device cpu --seq 32
+# Local SGD at H = 1, 4 and 16 and DiLoCo beside DDP, on a small model, 96
+# steps (the README's chart: 320).
+step env STEPS=96 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu

@@ -15,11 +15,17 @@
  * and then the loop clips by the global gradient norm and applies AdamW to
  * the fp32 master weights, identically on every rank. The weights start on
  * rank 0 and are broadcast; every rank checks their checksum before step 1
- * and again at the end. */
+ * and again at the end.
+ *
+ * --local-steps H swaps the gradient all-reduce for local SGD
+ * (common/local_sgd.h): no strategy in the runner, every rank steps with its
+ * own gradient, and the weights are averaged every H steps (--outer-lr:
+ * through DiLoCo's outer optimizer). */
 #include <stdio.h>
 
 #include "check.h"
 #include "grad_sync.h"
+#include "local_sgd.h"
 #include "perf.h"
 #include "runner.h"
 #include "train.h"
@@ -30,16 +36,21 @@
 #define BENCH_HEADER "bucket_mb,overlap,ranks,buckets,grad_mb,step_ms,compute_ms,exposed_comm_ms,tokens,tok_s,threads"
 
 typedef struct {
-    int no_overlap;
+    int no_overlap, local_steps;
+    double outer_lr, outer_momentum;
     const char *bench_csv;
     grad_sync_t gs;
+    local_sgd_t lsgd;
     runner_t run;
 } ddp_t;
 
 int main(int argc, char **argv) {
-    ddp_t ddp = {0};
+    ddp_t ddp = {.outer_momentum = 0.9};
     arg_t flags[] = {
         {"no-overlap", ARG_FLAG, &ddp.no_overlap, "all-reduce the buckets after backward instead of during it", NULL, 0, 0},
+        {"local-steps", ARG_INT, &ddp.local_steps, "local SGD: each rank steps alone H steps, then the weights are averaged (0: DDP)", NULL, 0, 1e9},
+        {"outer-lr", ARG_DOUBLE, &ddp.outer_lr, "local SGD: DiLoCo's outer Nesterov step on the averaged move, this lr (0: plain averaging; the paper: 0.7)", NULL, 0, 10},
+        {"outer-momentum", ARG_DOUBLE, &ddp.outer_momentum, "local SGD: the outer step's Nesterov momentum (with --outer-lr)", NULL, 0, 0.999999},
         {"bench-csv", ARG_STRING, &ddp.bench_csv, "append one summary row (bucket size, overlap, mean times, tokens/s) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -57,14 +68,29 @@ int main(int argc, char **argv) {
     tr.o.bucket_mb = 1;
     train_init(&tr, &argc, &argv, &prog);
     args_check_output(MPI_COMM_WORLD, "bench-csv", ddp.bench_csv, BENCH_HEADER);
+    if (ddp.outer_lr > 0 && !ddp.local_steps) usage_error("--outer-lr needs --local-steps");
+    /* the ranks' optimizer states differ: a checkpoint of one rank's would not resume the run */
+    if (ddp.local_steps && tr.o.ckpt_dir) usage_error("--local-steps takes no --ckpt-dir (each rank has its own optimizer state)");
+    if (ddp.local_steps && ddp.bench_csv) usage_error("--local-steps takes no --bench-csv (its row describes buckets)");
     train_setup(&tr, 1, 1, 1);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    say("ddp:     %s gradients in buckets of %.4g MiB, %s; %.2f MB of gradients per step\n",
-        dtype_name(tr.dtype), tr.o.bucket_mb,
-        ddp.no_overlap ? "all-reduced after backward (--no-overlap)" : "all-reduced during backward",
-        tr.model.size * dtype_size(tr.dtype) / 1e6);
-    runner_init(&ddp.run, NULL, &tr, train_ddp(&tr, &ddp.gs, !ddp.no_overlap), 0, 0);
+    grad_strategy_t strategy = {0};   /* local SGD: no gradient synchronisation */
+    if (!ddp.local_steps) {
+        say("ddp:     %s gradients in buckets of %.4g MiB, %s; %.2f MB of gradients per step\n",
+            dtype_name(tr.dtype), tr.o.bucket_mb,
+            ddp.no_overlap ? "all-reduced after backward (--no-overlap)" : "all-reduced during backward",
+            tr.model.size * dtype_size(tr.dtype) / 1e6);
+        strategy = train_ddp(&tr, &ddp.gs, !ddp.no_overlap);
+    }
+    runner_init(&ddp.run, NULL, &tr, strategy, 0, 0);
     train_optimizer(&tr, NULL, 0, 0);
+    if (ddp.local_steps) {
+        local_sgd_init(&ddp.lsgd, &tr, ddp.local_steps, (float)ddp.outer_lr, (float)ddp.outer_momentum);
+        say("local:   each rank steps alone; fp32 weights averaged every %d step%s%s; %.7g MB sent per rank "
+            "per step = 2 (N-1)/N x 4 x %zu / %d\n", ddp.local_steps, ddp.local_steps == 1 ? "" : "s",
+            ddp.outer_lr > 0 ? ", through DiLoCo's outer Nesterov step" : "",
+            local_sgd_bytes_per_step(&ddp.lsgd, &tr) / 1e6, tr.opt.n, ddp.local_steps);
+    }
     train_run(&tr, runner_step, &ddp.run);
 
     if (ddp.bench_csv && tr.timed > 0) {
@@ -74,10 +100,15 @@ int main(int argc, char **argv) {
                        tr.model.size * dtype_size(tr.dtype) / 1e6, ms, ms - ex, ex, tr.global_tokens,
                        tr.global_tokens / (ms / 1e3), tr.dev.threads);
     }
-    say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
-        tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");
+    if (ddp.local_steps)
+        say("local:   %d weight average%s; %.7g MB sent per rank per step (measured)\n", ddp.lsgd.averages,
+            ddp.lsgd.averages == 1 ? "" : "s", comm_sent_bytes(&tr.grad) / tr.o.steps / 1e6);
+    else
+        say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
+            tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");
     runner_free(&ddp.run);
     grad_sync_free(&ddp.gs);
+    local_sgd_free(&ddp.lsgd, &tr);
     train_finish(&tr);
     return 0;
 }

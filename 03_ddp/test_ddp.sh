@@ -190,16 +190,50 @@ repeats)  # repeats.awk on made-up runs: 3 repeats of "1,on", 2 of "1,off", 1 of
 2,on,7,5,1,7,7,2'
     [ "$(cat "$dir/sum.csv")" = "$want" ] || { echo "error: expected"; echo "$want"; exit 1; }
     ;;
+local-equiv)  # NP: local SGD with H = 1 and plain SGD against DDP's gradient averaging on NP ranks
+    # (a large lr, so that the weights move well beyond rounding in 6 steps)
+    np=$2
+    flags=("${TINY[@]}" --steps 6 --optim sgd --clip 0 --lr 0.5)
+    run "$np" "$dir/ddp.log" "${flags[@]}" --save-final "$dir/ddp.bin"
+    run "$np" "$dir/local.log" "${flags[@]}" --local-steps 1 --save-final "$dir/local.bin"
+    echo "$np ranks, plain SGD: DDP vs --local-steps 1"
+    grep -h '^local:' "$dir/local.log"
+    # local SGD logs rank 0's own gradient norm: the losses and weights are compared
+    $CMP "$dir/local.bin" "$dir/ddp.bin" --tol 1e-5 --no-norms
+    ;;
+local-bytes)  # NP H: bytes per rank per step = 2 (N-1)/N x 4 P / H, printed, measured, and DDP's / H
+    np=$2; h=$3
+    run "$np" "$dir/ddp.log" "${TINY[@]}" --steps $((2 * h)) --csv "$dir/ddp.csv"
+    run "$np" "$dir/local.log" "${TINY[@]}" --steps $((2 * h)) --local-steps "$h"
+    grep '^local:' "$dir/local.log"
+    printed=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step = .* x \([0-9]*\) \/ .*/\1 \2/p' "$dir/local.log")
+    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (measured)/\1/p' "$dir/local.log")
+    awk -F, -v N="$np" -v H="$h" -v printed="$printed" -v measured="$measured" '
+        NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { ddp += $c["sent_mb"]; rows++ }
+        function off(a, b) { return (a - b) / b < 0 ? (b - a) / b : (a - b) / b }
+        END {
+            split(printed, p, " ")
+            want = 2 * (N - 1) / N * 4 * p[2] / H / 1e6; ddp /= rows
+            printf "formula 2 (N-1)/N x 4 x %d / %d = %.7g MB; printed %s, measured %s; DDP %.4f MB / %d = %.7g\n",
+                   p[2], H, want, p[1], measured, ddp, H, ddp / H
+            bad = 0
+            if (p[1] == "" || off(p[1], want) > 1e-5) { print "error: the printed bytes differ from the formula"; bad = 1 }
+            if (measured == "" || off(measured, want) > 1e-5) { print "error: the measured bytes differ from the formula"; bad = 1 }
+            if (off(measured * H, ddp) > 1e-3) { print "error: measured x H differs from DDP bytes per step"; bad = 1 }
+            exit bad
+        }' "$dir/ddp.csv"
+    ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
-    # against the CPU's 1-rank run, 6 steps.
+    # against the CPU's 1-rank run (CPU_NP=N: N ranks), 6 steps; CMP_FLAGS go to compare.
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6
-    ./03_ddp/ddp "${TINY[@]}" --device cpu --steps 6 "$@" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
+    run "${CPU_NP:-1}" "$dir/cpu.log" "${TINY[@]}" --device cpu --steps 6 "$@" --save-final "$dir/cpu.bin"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" build/emu/ddp "${TINY[@]}" --device cuda \
             --comm "$comm" --steps 6 --bucket-mb 0.01 "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1
     fi
     grep '^device\|^weights.*after' "$dir/gpu.log"
-    $CMP "$dir/gpu.bin" "$dir/cpu.bin" --tol "$tol" --wtol "$wtol"
+    $CMP "$dir/gpu.bin" "$dir/cpu.bin" --tol "$tol" --wtol "$wtol" ${CMP_FLAGS:-}
     ;;
 *)
     echo "unknown case $1"; exit 2 ;;

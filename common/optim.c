@@ -80,8 +80,15 @@ void optim_step(optim_t *o, dtype_t wt, float lr, float grad_scale, int step) {
     for (int r = 0; r < o->nruns; r++) {
         const optim_piece_t *pc = &o->pieces[o->runs[r].piece];
         size_t rel = o->runs[r].rel, off = pc->off + rel;
+        void *work = pc->work ? (char *)pc->work + rel * es : NULL;
+        if (o->sgd) {   /* master += (-lr grad_scale) grad: one product rounding, one sum rounding */
+            op_scale(o->d, DT_F32, pc->grad + rel, -lr * grad_scale, o->runs[r].count);
+            op_add(o->d, DT_F32, o->master + off, pc->grad + rel, o->master + off, o->runs[r].count);
+            if (work) op_cast(o->d, o->master + off, DT_F32, work, wt, o->runs[r].count);
+            continue;
+        }
         op_adamw(o->d, o->master + off, o->m + off, o->v + off, pc->grad + rel,
-                 pc->work ? (char *)pc->work + rel * es : NULL, wt, o->runs[r].count, lr,
+                 work, wt, o->runs[r].count, lr,
                  o->beta1, o->beta2, o->eps, o->runs[r].decay ? o->weight_decay : 0.0f,
                  grad_scale, step);
     }

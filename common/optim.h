@@ -12,7 +12,12 @@
  * Hyper-parameters (Llama's): beta1 0.9, beta2 0.95, eps 1e-8, weight decay
  * 0.1 on every matrix (embedding, projections, lm_head) and NOT on RMSNorm
  * gains. The update is op_adamw (ops.h): decoupled decay as PyTorch's AdamW,
- * p <- p (1 - lr wd), then p <- p - lr mhat / (sqrt(vhat) + eps). */
+ * p <- p (1 - lr wd), then p <- p - lr mhat / (sqrt(vhat) + eps).
+ *
+ * Plain SGD (sgd = 1: no momentum, no weight decay), p <- p - lr g, is the
+ * other update: an update LINEAR in the gradient, so that averaging the
+ * weights of ranks that each stepped with their own gradient is the same as
+ * stepping with the averaged gradient (03_ddp's local SGD with H = 1). */
 #ifndef OPTIM_H
 #define OPTIM_H
 
@@ -44,6 +49,7 @@ typedef struct {
     size_t n;
     float *master, *m, *v;     /* (n) fp32, device; m = v = 0 at init */
     float beta1, beta2, eps, weight_decay;
+    int sgd;                   /* plain SGD instead of AdamW (m and v unused) */
     optim_piece_t *pieces;
     int npieces;
     /* Runs [off, off + count) of the n elements: decayed or not, and the ones
@@ -60,9 +66,11 @@ void optim_init(optim_t *o, const optim_piece_t *pieces, int npieces, size_t n,
                 const device_t *d);
 void optim_free(optim_t *o);
 
-/* One AdamW step (step >= 1, for bias correction) over every piece; the
- * updated master is also written, converted to wt, to each piece's working
- * weights. grad_scale multiplies every gradient first (the clip factor). */
+/* One AdamW step (step >= 1, for bias correction), or SGD step, over every
+ * piece; the updated master is also written, converted to wt, to each
+ * piece's working weights. grad_scale multiplies every gradient first (the
+ * clip factor). SGD leaves the gradients multiplied by -lr grad_scale (they
+ * are zeroed before the next step's backward). */
 void optim_step(optim_t *o, dtype_t wt, float lr, float grad_scale, int step);
 
 /* Sum of squared gradients over the elements this rank counts (norm gains

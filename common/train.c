@@ -72,6 +72,7 @@ void train_defaults(train_t *tr) {
     o->lr = 3e-3;
     o->clip = 1.0;
     o->dtype = "fp32";
+    o->optim = "adamw";
     o->trace_steps = 3;
     o->ckpt_keep = 2;
     o->timeout_s = 300;
@@ -99,6 +100,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
         {"vocab", ARG_INT, &o->vocab, "vocabulary size (>= 256 with --data)", NULL, 8, 1e7},
         {"lr", ARG_DOUBLE, &o->lr, "peak learning rate (cosine down to lr/10)", NULL, 0, 10},
         {"warmup", ARG_INT, &o->warmup, "warm-up steps (-1: steps/10)", NULL, -1, 1e9},
+        {"optim", ARG_CHOICE, &o->optim, "optimizer: AdamW, or plain SGD (no momentum, no weight decay)", "adamw|sgd", 0, 0},
         {"clip", ARG_DOUBLE, &o->clip, "clip the global gradient norm to this (0: off)", NULL, 0, 1e9},
         {"dtype", ARG_CHOICE, &o->dtype, "weights, activations and communicated gradients", "fp32|bf16", 0, 0},
         {"bucket-mb", ARG_DOUBLE, &o->bucket_mb, "data-parallel gradient bucket size in MiB (DDP's all-reduce, as PyTorch's bucket_cap_mb)", NULL, 1e-6, 1e6},
@@ -165,8 +167,8 @@ static void header(train_t *tr, precision_t prec) {
     say("batch:   %d sequences = %ld tokens per step = %d data-parallel rank%s x %d micro-batch%s x %d "
         "sequences\n", o->batch, tr->global_tokens, tr->dp, tr->dp == 1 ? "" : "s", o->micro,
         o->micro == 1 ? "" : "es", tr->mb);
-    say("optim:   AdamW lr %.3g (warm-up %d, cosine to %.3g at step %d), clip %.3g, %d steps\n",
-        o->lr, o->warmup, o->lr / 10, o->steps, o->clip, o->steps);
+    say("optim:   %s lr %.3g (warm-up %d, cosine to %.3g at step %d), clip %.3g, %d steps\n",
+        strcmp(o->optim, "sgd") ? "AdamW" : "SGD", o->lr, o->warmup, o->lr / 10, o->steps, o->clip, o->steps);
     say("data:    %s\n", tr->data.desc);
     if (d->kind == DEV_CPU) {
         /* The measured peak uses the widest FMAs the CPU has; AVX2 kernels
@@ -654,6 +656,7 @@ void train_optimizer(train_t *tr, const optim_piece_t *pieces, int npieces, size
             model_shard_slice(&tr->cfg, &tr->shard, pieces[p].flat, pieces[p].count, full[k],
                               host[k] + pieces[p].off);
     optim_init(&tr->opt, pieces, npieces, n, host[0], &tr->cfg, &tr->shard, &tr->dev);
+    tr->opt.sgd = !strcmp(tr->o.optim, "sgd");
     if (start) {
         dev_from_host(&tr->dev, tr->opt.m, host[1], n * sizeof(float));
         dev_from_host(&tr->dev, tr->opt.v, host[2], n * sizeof(float));
@@ -761,7 +764,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         if (step == 1 && o->dump) write_dump(tr, loss);
 
         double to = now_s(), norm = 0;
-        float scale = clip_factor(red[4], (float)o->clip, &norm);
+        float scale = clip_factor(tr->own_norm ? optim_grad_sumsq(&tr->opt) : red[4], (float)o->clip, &norm);
         float lr = lr_at((int)step, o->warmup, o->steps, (float)o->lr, (float)(o->lr / 10));
         optim_step(&tr->opt, tr->dtype, lr, scale, (int)step);
         if (tr->after_update) tr->after_update(tr, tr->after_update_ctx);

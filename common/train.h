@@ -55,7 +55,7 @@ typedef struct {
     common_args_t c;
     int steps, batch, micro, seq, dim, layers, heads, kv_heads, head_dim, ffn, vocab, warmup;
     double lr, clip, peak;
-    const char *dtype, *data;
+    const char *dtype, *data, *optim;
     const char *ckpt_dir;
     int ckpt_every, ckpt_keep, resume, crash_in_save, stall_in_save;
     const char *trace;
@@ -111,6 +111,8 @@ struct train {
     float loss_scale;            /* 1 / global_tokens */
     int *tokens, *targets;       /* (mb, seq) host buffers for train_batch */
     optim_t opt;
+    int own_norm;                /* each rank clips by its own gradient's norm (local SGD: the
+                                    ranks' gradients are never summed); the log shows rank 0's */
     int part_unique;             /* this rank's optimizer part is no copy of another's: it
                                     counts in the gradient norm and writes a checkpoint part.
                                     Default: rank 0 of tr->grad. */

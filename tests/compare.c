@@ -1,7 +1,7 @@
 /* compare.c: are two training runs the same? (build/tests/compare), the
  * equivalence check of every trainer chapter's tests.
  *
- *   compare A B [--tol X] [--wtol Y] [--exact]
+ *   compare A B [--tol X] [--wtol Y] [--exact] [--no-norms]
  *                                       final-state files of any trainer's --save-final
  *   compare --dumps A B [--tol X]       gradient dumps of --dump (MODEL.md)
  *
@@ -15,7 +15,9 @@
  * The gradient norm is what shows a wrongly scaled gradient even when
  * clipping or Adam's scale invariance hides it from the loss and weights.
  * --tol bounds the loss and norm errors, --wtol the weights' (default:
- * --tol); --exact asks for bit-for-bit equality instead (resumed runs). Both
+ * --tol); --exact asks for bit-for-bit equality instead (resumed runs);
+ * --no-norms leaves the norms out (local SGD logs rank 0's own gradient's
+ * norm, not the global batch's). Both
  * runs must end at the same step and share at least one step. Prints what was
  * compared and the worst difference; exit status 0 when within tolerance, 1
  * otherwise (with an "error:" line). */
@@ -26,6 +28,8 @@
 #include <string.h>
 
 #include "model.h"
+
+static int check_norms = 1;
 
 typedef struct {
     uint32_t nsteps;
@@ -86,7 +90,7 @@ static int compare_finals(const char *pa, const char *pb, double tol, double wto
         for (uint32_t j = 0; j < b.nsteps; j++) {
             if (a.step[i] != b.step[j]) continue;
             common++;
-            for (int k = 0; k < 2; k++) {   /* the loss, then the gradient norm */
+            for (int k = 0; k < 1 + check_norms; k++) {   /* the loss, then the gradient norm */
                 double x = k ? a.norm[i] : a.loss[i], y = k ? b.norm[j] : b.loss[j];
                 double e = fabs(x - y) / fmax(fabs(y), 1e-30);
                 int differs = exact ? memcmp(&x, &y, 8) != 0 : !(e <= tol);
@@ -103,8 +107,11 @@ static int compare_finals(const char *pa, const char *pb, double tol, double wto
             }
         }
     printf("losses:  %d common steps, max rel. diff %.3g (step %lld)\n", common, worst[0], worst_step[0]);
-    printf("norms:   gradient norms before clipping, max rel. diff %.3g (step %lld)\n", worst[1],
-           worst_step[1]);
+    if (check_norms)
+        printf("norms:   gradient norms before clipping, max rel. diff %.3g (step %lld)\n", worst[1],
+               worst_step[1]);
+    else
+        printf("norms:   not compared (--no-norms)\n");
     double maxdiff = 0, maxref = 0;
     uint64_t at = 0, nbits = 0;
     for (uint64_t i = 0; i < a.n; i++) {
@@ -175,11 +182,12 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--wtol") == 0 && i + 1 < argc) wtol = atof(argv[++i]);
         else if (strcmp(argv[i], "--exact") == 0) exact = 1;
         else if (strcmp(argv[i], "--dumps") == 0) dumps = 1;
+        else if (strcmp(argv[i], "--no-norms") == 0) check_norms = 0;
         else if (argv[i][0] != '-' && nf < 2) files[nf++] = argv[i];
         else nf = 3;
     }
     if (nf != 2) {
-        fprintf(stderr, "usage: compare A B [--tol X] [--wtol Y] [--exact]  |  compare --dumps A B [--tol X]\n");
+        fprintf(stderr, "usage: compare A B [--tol X] [--wtol Y] [--exact] [--no-norms]  |  compare --dumps A B [--tol X]\n");
         return 2;
     }
     printf("compare: %s vs %s (%s)\n", files[0], files[1],

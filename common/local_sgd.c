@@ -1,0 +1,62 @@
+/* local_sgd.c: local SGD's weight average and DiLoCo's outer step, run by
+ * the training loop after each optimizer step (local_sgd.h). */
+#include "local_sgd.h"
+
+#include "check.h"
+#include "ops.h"
+
+/* After step s: average when s is a multiple of H, and after the last step. */
+static void after_update(train_t *tr, void *ctx) {
+    local_sgd_t *l = ctx;
+    long s = ++l->step;
+    if (s % l->H != 0 && s != tr->o.steps) return;
+    const device_t *d = &tr->dev;
+    optim_t *o = &tr->opt;
+    size_t n = o->n;
+    float *w = o->master;
+    comm_allreduce(&tr->grad, w, w, n, DT_F32, RED_SUM);
+    op_scale(d, DT_F32, w, 1.0f / (float)tr->grad.size, n);   /* w = mean of the ranks' weights */
+    if (l->outer_lr > 0) {
+        op_scale(d, DT_F32, w, -1.0f, n);
+        op_add(d, DT_F32, l->anchor, w, w, n);                  /* w = delta = w0 - mean */
+        op_scale(d, DT_F32, l->u, l->outer_momentum, n);
+        op_add(d, DT_F32, l->u, w, l->u, n);                    /* u = mu u + delta */
+        op_scale(d, DT_F32, w, -l->outer_lr, n);
+        op_add(d, DT_F32, l->anchor, w, l->anchor, n);          /* w0 -= eta delta */
+        op_cast(d, l->u, DT_F32, w, DT_F32, n);
+        op_scale(d, DT_F32, w, -l->outer_lr * l->outer_momentum, n);
+        op_add(d, DT_F32, l->anchor, w, l->anchor, n);          /* w0 -= eta mu u */
+        op_cast(d, l->anchor, DT_F32, w, DT_F32, n);
+    }
+    for (int p = 0; p < o->npieces; p++)   /* the working weights follow the master */
+        if (o->pieces[p].work)
+            op_cast(d, w + o->pieces[p].off, DT_F32, o->pieces[p].work, tr->dtype, o->pieces[p].count);
+    l->averages++;
+}
+
+void local_sgd_init(local_sgd_t *l, train_t *tr, int H, float outer_lr, float outer_momentum) {
+    *l = (local_sgd_t){.H = H, .outer_lr = outer_lr, .outer_momentum = outer_momentum, .step = tr->start};
+    /* each rank's gradient is the mean over its own tokens (exact: the
+     * local token count is global_tokens / dp) */
+    tr->loss_scale = (float)(1.0 / (double)(tr->global_tokens / tr->dp));
+    tr->own_norm = 1;
+    tr->after_update = after_update;
+    tr->after_update_ctx = l;
+    if (outer_lr > 0) {
+        size_t bytes = tr->opt.n * sizeof(float);
+        l->anchor = dev_alloc_as(&tr->dev, bytes, MEM_OPTIM);
+        l->u = dev_alloc_as(&tr->dev, bytes, MEM_OPTIM);
+        dev_copy(&tr->dev, l->anchor, tr->opt.master, bytes);
+    }
+}
+
+double local_sgd_bytes_per_step(const local_sgd_t *l, const train_t *tr) {
+    int N = tr->grad.size;
+    return 2.0 * (N - 1) / N * 4.0 * (double)tr->opt.n / l->H;
+}
+
+void local_sgd_free(local_sgd_t *l, const train_t *tr) {
+    dev_free(&tr->dev, l->anchor);
+    dev_free(&tr->dev, l->u);
+    l->anchor = l->u = NULL;
+}
