@@ -22,11 +22,11 @@ run() {  # NP PROGRAM OUT-LOG FLAGS...: one run, quietly unless it fails
 }
 
 case "$1" in
-ddp)  # NP_DDP NP_PS FLAGS...: the parameter server = DDP on NP_DDP ranks (fp32, 1e-5)
-    nd=$2; np=$3; shift 3
-    run "$nd" "$DDP" "$dir/ddp.log" "${TINY[@]}" --save-final "$dir/ddp.bin"
-    run "$np" "$PS" "$dir/ps.log" "${TINY[@]}" "$@" --save-final "$dir/ps.bin"
-    echo "ddp on $nd rank(s) vs paramserver on $np ranks $*"
+ddp)  # NP_DDP NP_PS "FLAGS OF BOTH" PS_FLAGS...: the parameter server = DDP on NP_DDP ranks (1e-5)
+    nd=$2; np=$3; read -r -a both <<<"$4"; shift 4
+    run "$nd" "$DDP" "$dir/ddp.log" "${TINY[@]}" "${both[@]}" --save-final "$dir/ddp.bin"
+    run "$np" "$PS" "$dir/ps.log" "${TINY[@]}" "${both[@]}" "$@" --save-final "$dir/ps.bin"
+    echo "ddp on $nd rank(s) vs paramserver on $np ranks [${both[*]}] $*"
     grep '^ps:\|^server' "$dir/ps.log"
     $CMP "$dir/ps.bin" "$dir/ddp.bin" --tol 1e-5
     ;;
