@@ -251,8 +251,8 @@ static void server(ps_t *p, ps_server_t *sv) {
     }
     int *order = xmalloc(sizeof(int) * (size_t)W);
     for (int w = 0; w < W; w++) order[w] = w;
-    long pulls = 0, steps = tr->o.steps;
-    while (sv->version < sv->total || pulls < (long)W * steps) {
+    long pulls = 0, pushes = 0, steps = tr->o.steps;
+    while (pushes < (long)W * steps || pulls < (long)W * steps) {
         int flag = 0;
         MPI_Status stat;
         MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &stat));
@@ -280,6 +280,7 @@ static void server(ps_t *p, ps_server_t *sv) {
         if (c != sv->next[w] || c > steps)
             die("server %d: worker %d pushed clock %ld, expected %ld", tr->dist.rank, w, c, sv->next[w]);
         sv->next[w]++;
+        pushes++;
         ps_slot_t *sl = &slot[p->bound == ASP ? 0 : c % nslots];
         MPI_CHECK(MPI_Recv(sl->g + (size_t)w * count, (int)count, MPI_FLOAT, src, TAG_GRAD, MPI_COMM_WORLD,
                            MPI_STATUS_IGNORE));
@@ -299,6 +300,9 @@ static void server(ps_t *p, ps_server_t *sv) {
         for (int v = 0; v < W; v++)
             if (sv->pending[v] && may_pull(p, sv, sv->pending[v])) reply(p, sv, v);
     }
+    if (sv->version != sv->total || sv->applied != pushes)
+        die("server %d: %ld updates from %ld gradients, expected %ld from %ld", tr->dist.rank, sv->version,
+            sv->applied, sv->total, pushes);
     for (int k = 0; k < nslots; k++) {
         free(slot[k].g);
         free(slot[k].pulled);
