@@ -47,6 +47,11 @@ program='BEGIN {
     want("ex6_one_bucket_ms", (14 * a + 1.75 * 4 * P / bw) * 1e3, 0.01, "2(N-1) alpha + 2(N-1)/N X / bw")
     want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
          "only the last bucket (the embedding) is left after backward")
+    # The parameter server (README.md, "Asynchronous and stale-synchronous SGD")
+    want("ex_ps_updates_async", 3 * 60, 0, "ASP: one update per pushed gradient, W x clocks")
+    want("ex_ps_updates_ssp", 60, 0, "BSP and SSP: one update per clock, of its W gradients")
+    want("ex_ps_server_mb_per_clock", 2 * 4 * 4 * P / 2 / 1e6, 0.002, "W pushes in + W pulls out of P / S fp32 each")
+    want("ex_ps_straggler_staleness", 2 * 4, 0.001, "(W - 1) F updates land while the straggler computes one gradient")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))
