@@ -6,3 +6,6 @@ step mpirun -np 2 ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step bash 03_ddp/sweep_scaling.sh plots/data/ddp_scaling.csv --device cpu
 step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
+# The parameter server: BSP, ASP and SSP:2 without and with a straggler (6
+# short runs of 4 ranks, one row per update; the chart paramserver.png).
+step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
