@@ -93,8 +93,9 @@ static void parse_sync(ps_t *p) {
     } else
         usage_error("--sync %s: expected bsp, async or ssp:S", p->sync);
     if (p->straggler) {
-        if (sscanf(p->straggler, "%d:%lf%n", &p->slow_rank, &p->slow_factor, &(int){0}) != 2 ||
-            strchr(p->straggler, ':') == NULL || p->slow_factor < 1 || p->slow_factor > 1000)
+        int used = 0;
+        if (sscanf(p->straggler, "%d:%lf%n", &p->slow_rank, &p->slow_factor, &used) != 2 ||
+            p->straggler[used] || p->slow_factor < 1 || p->slow_factor > 1000)
             usage_error("--straggler %s: expected RANK:FACTOR with FACTOR from 1 to 1000", p->straggler);
     } else
         p->slow_rank = -1;
