@@ -66,13 +66,17 @@ static void nap(void) {
     nanosleep(&ts, NULL);
 }
 
-static void wait_all(int n, MPI_Request *r) {
+/* A worker's wait for its pull or push; the watchdog (--timeout-s) ends the
+ * job if a server never answers. */
+static void wait_all(int n, MPI_Request *r, const char *what) {
     int done = 0;
+    watch_begin(what, "world", NULL, WATCH_WORLD);
     for (;;) {
         MPI_CHECK(MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE));
-        if (done) return;
+        if (done) break;
         nap();
     }
+    watch_end();
 }
 
 static void sleep_s(double s) {
@@ -118,7 +122,7 @@ static void worker(ps_t *p, runner_t *run) {
                                 MPI_COMM_WORLD, &r[2 * s + 1]));
             MPI_CHECK(MPI_Isend(&c, 1, MPI_LONG, s, TAG_PULL, MPI_COMM_WORLD, &r[2 * S + s]));
         }
-        wait_all(3 * S, r);
+        wait_all(3 * S, r, "a pull of the weights");
         model_load_params(&tr->model, w);
 
         double t0 = now_s();
@@ -144,7 +148,7 @@ static void worker(ps_t *p, runner_t *run) {
             MPI_CHECK(MPI_Isend(g + lo, (int)(shard_lo(p, s + 1) - lo), MPI_FLOAT, s, TAG_GRAD,
                                 MPI_COMM_WORLD, &r[2 * s + 1]));
         }
-        wait_all(2 * S, r);
+        wait_all(2 * S, r, "a push of the gradient");
     }
     free(w);
     free(g);
@@ -210,7 +214,7 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
     if (p->bound == ASP) sumsq = sl->sumsq[workers[0]];   /* the one gradient's, whole */
     else {   /* the mean gradient's norm over every shard */
         for (size_t i = 0; i < count; i++) sumsq += (double)sv->sum[i] * sv->sum[i];
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sumsq, 1, MPI_DOUBLE, MPI_SUM, sv->servers));
+        dist_allreduce(&sumsq, 1, MPI_DOUBLE, MPI_SUM, sv->servers, "the gradient norm");
     }
     sv->version++;
     sv->applied += n;
@@ -253,6 +257,8 @@ static void server(ps_t *p, ps_server_t *sv) {
     int *order = xmalloc(sizeof(int) * (size_t)W);
     for (int w = 0; w < W; w++) order[w] = w;
     long pulls = 0, pushes = 0, steps = tr->o.steps;
+    /* the watchdog ends the job when no worker sends anything for --timeout-s */
+    watch_begin("the workers' pulls and pushes", "world", NULL, WATCH_WORLD);
     while (pushes < (long)W * steps || pulls < (long)W * steps) {
         int flag = 0;
         MPI_Status stat;
@@ -261,6 +267,7 @@ static void server(ps_t *p, ps_server_t *sv) {
             nap();
             continue;
         }
+        watch_tick();
         int src = stat.MPI_SOURCE, w = src - p->servers;
         if (w < 0 || (stat.MPI_TAG != TAG_PULL && stat.MPI_TAG != TAG_PUSH))
             die("server %d: unexpected message (tag %d) from rank %d", tr->dist.rank, stat.MPI_TAG, src);
@@ -301,6 +308,7 @@ static void server(ps_t *p, ps_server_t *sv) {
         for (int v = 0; v < W; v++)
             if (sv->pending[v] && may_pull(p, sv, sv->pending[v])) reply(p, sv, v);
     }
+    watch_end();
     if (sv->version != sv->total || sv->applied != pushes)
         die("server %d: %ld updates from %ld gradients, expected %ld from %ld", tr->dist.rank, sv->version,
             sv->applied, sv->total, pushes);
