@@ -11,3 +11,7 @@ check-exercises: check-exercises-03
 check-exercises-03:
 	@bash 03_ddp/check_exercises.sh
 .PHONY: check-exercises check-exercises-03
+
+# Data parallelism through a parameter server: BSP, ASP and SSP (README.md).
+PROGRAMS += 03_ddp/paramserver
+03_ddp/paramserver: $(call objects,03_ddp/paramserver.c)

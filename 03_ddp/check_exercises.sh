@@ -59,6 +59,11 @@ program='BEGIN {
     # 17-18. local SGD (README, "Local SGD and DiLoCo"): fp32 weights all-reduced every H steps
     want("ex17_local_mb_per_step_4_ranks_h16", 2 * 3 / 4 * 4 * P / 16 / 1e6, 0.002, "2(N-1)/N x 4 P / H")
     want("ex18_diloco_extra_mb", 8 * P / 1e6, 0.002, "the anchor w0 and the momentum u, 4 bytes each per parameter")
+    # The parameter server (README.md, "Asynchronous and stale-synchronous SGD")
+    want("ex_ps_updates_async", 3 * 60, 0, "ASP: one update per pushed gradient, W x clocks")
+    want("ex_ps_updates_ssp", 60, 0, "BSP and SSP: one update per clock, of its W gradients")
+    want("ex_ps_server_mb_per_clock", 2 * 4 * 4 * P / 2 / 1e6, 0.002, "W pushes in + W pulls out of P / S fp32 each")
+    want("ex_ps_straggler_staleness", 2 * 4, 0.001, "(W - 1) F updates land while the straggler computes one gradient")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))

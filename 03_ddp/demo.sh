@@ -12,3 +12,6 @@ step env REPEATS=1 STEPS=4 bash 03_ddp/sweep_dataparallel.sh plots/data/datapara
 # Local SGD at H = 1, 4 and 16 and DiLoCo beside DDP, on a small model, 96
 # steps (the README's chart: 320).
 step env STEPS=96 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
+# The parameter server: BSP, ASP and SSP:2 without and with a straggler (6
+# short runs of 4 ranks, one row per update; the chart paramserver.png).
+step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu

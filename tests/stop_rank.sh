@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # stop_rank.sh NP RANK CMD...: runs `mpirun -np NP CMD...`, stops world rank
-# RANK (SIGSTOP) once the first step is logged, and passes when the job then
-# ends by itself with a non-zero status, the first watchdog line (another
-# rank's) names RANK as the one showing no sign of life, and no line is RANK's
+# RANK (SIGSTOP) once the first step (or parameter-server update) is logged,
+# and passes when the job then ends by itself with a non-zero status, the
+# first watchdog line (another rank's) names RANK as the one showing no sign
+# of life, and no line is RANK's
 # (mpirun resumes it before ending the job: it must not blame its peers for
 # the time it was stopped itself). CMD sets a small --timeout-s; the caller's
 # time limit must be well above it.
@@ -12,8 +13,8 @@ log=$(mktemp /tmp/stop_rank.XXXXXX)
 trap 'rm -f "$log"' EXIT
 mpirun -np "$np" "$@" >"$log" 2>&1 &
 pid=$!
-for _ in $(seq 1200); do grep -q '^step ' "$log" && break; sleep 0.05; done
-grep -q '^step ' "$log" || { echo "error: no step within 60 s"; tail -n 5 "$log"; kill $pid; exit 1; }
+for _ in $(seq 1200); do grep -Eq '^(step|update) ' "$log" && break; sleep 0.05; done
+grep -Eq '^(step|update) ' "$log" || { echo "error: no step or update within 60 s"; tail -n 5 "$log"; kill $pid; exit 1; }
 victim=""
 for c in $(pgrep -P $pid); do   # Open MPI tells each rank its world rank in the environment
     tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" && victim=$c

@@ -1,0 +1,454 @@
+/* paramserver.c: 03_ddp/paramserver, data-parallel SGD through a parameter
+ * server: bulk-synchronous (BSP), asynchronous (ASP) and stale-synchronous
+ * (SSP) training.
+ *
+ *   mpirun -np 4 ./03_ddp/paramserver --servers 1 --sync ssp:2 [--straggler 3:3]
+ *
+ * Ranks 0..S-1 are servers (--servers S): server s owns the contiguous shard
+ * [N s / S, N (s+1) / S) of the flat parameters and its AdamW state (Li et
+ * al. 2014). The other W ranks are workers; worker w has data share w of each
+ * clock's global batch (--batch sequences over W workers, as DDP's ranks).
+ * Worker w, for clock c = 1..steps:
+ *     pull   every shard, with the server's version v (updates applied)
+ *     compute the gradient of its share (the runner, common/runner.h)
+ *     push   each shard's gradient to its server, tagged (c, v)
+ * A server applies
+ *     BSP    clock c's W gradients, summed in worker order (= the mean
+ *            gradient of the global batch, as DDP's all-reduce), as update c;
+ *            a pull for clock c waits for version c - 1
+ *     SSP:S  the same updates, but a pull for clock c waits only for version
+ *            c - 1 - S: a worker runs at most S clocks ahead of the slowest
+ *            (Ho et al. 2013's bounded staleness); S = 0 is BSP
+ *     ASP    each pushed gradient as one update as it arrives (Dean et al.
+ *            2012): W x steps updates, the gradient of the worker's own mean
+ *            loss; a pull never waits
+ * The staleness of a gradient is the server's version when it is applied
+ * minus the version it was computed on: 0 in BSP, at most S in SSP:S,
+ * unbounded in ASP. With one worker every mode is the 1-rank trainer
+ * (03_ddp/ddp) update for update.
+ *
+ * --straggler RANK:FACTOR makes worker RANK take FACTOR times its compute
+ * time (a sleep of FACTOR - 1 times it after each gradient). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "perf.h"
+#include "runner.h"
+#include "train.h"
+
+/* One row per update, written by server 0: loss against wall-clock time and
+ * against updates. loss: the update's gradients' mean loss; staleness: the
+ * largest of its gradients'. */
+#define PS_HEADER "sync,workers,straggler,update,clock,seconds,loss,staleness,lr,norm"
+
+enum { TAG_PULL = 11, TAG_VERSION, TAG_WEIGHTS, TAG_PUSH, TAG_GRAD };
+enum { ASP = -1 };   /* bound: -1 for ASP, else SSP's S (BSP: 0) */
+
+typedef struct {
+    int servers, workers, bound;
+    const char *sync, *straggler, *csv;
+    int slow_rank;
+    double slow_factor;
+    size_t N, lo, hi;                 /* the model's parameters; this server's shard */
+    train_t *tr;
+} ps_t;
+
+static size_t shard_lo(const ps_t *p, int s) { return p->N * (size_t)s / (size_t)p->servers; }
+
+/* Waits without spinning: polls, and sleeps 20 us in between, so that a
+ * waiting rank leaves its core to the ranks that compute. */
+static void nap(void) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+/* A worker's wait for its pull or push; the watchdog (--timeout-s) ends the
+ * job if a server never answers. */
+static void wait_all(int n, MPI_Request *r, const char *what) {
+    int done = 0;
+    watch_begin(what, "world", NULL, WATCH_WORLD);
+    for (;;) {
+        MPI_CHECK(MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE));
+        if (done) break;
+        nap();
+    }
+    watch_end();
+}
+
+static void sleep_s(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static void parse_sync(ps_t *p) {
+    char *end;
+    if (!strcmp(p->sync, "bsp")) p->bound = 0;
+    else if (!strcmp(p->sync, "async")) p->bound = ASP;
+    else if (!strncmp(p->sync, "ssp:", 4)) {
+        long s = strtol(p->sync + 4, &end, 10);
+        if (end == p->sync + 4 || *end || s < 0 || s > 1000000)
+            usage_error("--sync %s: the bound S of ssp:S must be an integer from 0 to 1000000", p->sync);
+        p->bound = (int)s;
+    } else
+        usage_error("--sync %s: expected bsp, async or ssp:S", p->sync);
+    if (p->straggler) {
+        int used = 0;
+        if (sscanf(p->straggler, "%d:%lf%n", &p->slow_rank, &p->slow_factor, &used) != 2 ||
+            p->straggler[used] || p->slow_factor < 1 || p->slow_factor > 1000)
+            usage_error("--straggler %s: expected RANK:FACTOR with FACTOR from 1 to 1000", p->straggler);
+    } else
+        p->slow_rank = -1;
+}
+
+/* ---- the worker ------------------------------------------------------------------ */
+static void worker(ps_t *p, runner_t *run) {
+    train_t *tr = p->tr;
+    int S = p->servers, W = p->workers;
+    float *w = xmalloc(p->N * sizeof(float)), *g = xmalloc(p->N * sizeof(float));
+    long *version = xmalloc(sizeof(long) * (size_t)S);
+    MPI_Request *r = xmalloc(sizeof(MPI_Request) * (size_t)(3 * S));
+    double *head = xmalloc(sizeof(double) * 4 * (size_t)S);
+    for (long c = 1; c <= tr->o.steps; c++) {
+        /* pull: the replies' receives are posted before the requests */
+        for (int s = 0; s < S; s++) {
+            size_t lo = shard_lo(p, s);
+            MPI_CHECK(MPI_Irecv(&version[s], 1, MPI_LONG, s, TAG_VERSION, MPI_COMM_WORLD, &r[2 * s]));
+            MPI_CHECK(MPI_Irecv(w + lo, (int)(shard_lo(p, s + 1) - lo), MPI_FLOAT, s, TAG_WEIGHTS,
+                                MPI_COMM_WORLD, &r[2 * s + 1]));
+            MPI_CHECK(MPI_Isend(&c, 1, MPI_LONG, s, TAG_PULL, MPI_COMM_WORLD, &r[2 * S + s]));
+        }
+        wait_all(3 * S, r, "a pull of the weights");
+        model_load_params(&tr->model, w);
+
+        double t0 = now_s();
+        train_step_t st = {0};
+        runner_step(tr, run, c, &st);
+        dev_to_host(&tr->dev, g, tr->model.grads, p->N * sizeof(float));
+        if (tr->dist.rank == p->slow_rank) sleep_s((p->slow_factor - 1) * (now_s() - t0));
+
+        /* ASP applies each gradient alone: the gradient of this worker's
+         * mean loss, W x the share of the global mean it holds. */
+        double sumsq = 0, share = (double)tr->global_tokens / W;
+        if (p->bound == ASP)
+            for (size_t i = 0; i < p->N; i++) g[i] *= (float)W;
+        for (size_t i = 0; i < p->N; i++) sumsq += (double)g[i] * g[i];
+        for (int s = 0; s < S; s++) {
+            size_t lo = shard_lo(p, s);
+            double *h = head + 4 * s;
+            h[0] = (double)c;
+            h[1] = (double)version[s];
+            h[2] = st.loss / share;
+            h[3] = sumsq;
+            MPI_CHECK(MPI_Isend(h, 4, MPI_DOUBLE, s, TAG_PUSH, MPI_COMM_WORLD, &r[2 * s]));
+            MPI_CHECK(MPI_Isend(g + lo, (int)(shard_lo(p, s + 1) - lo), MPI_FLOAT, s, TAG_GRAD,
+                                MPI_COMM_WORLD, &r[2 * s + 1]));
+        }
+        wait_all(2 * S, r, "a push of the gradient");
+    }
+    free(w);
+    free(g);
+    free(version);
+    free(r);
+    free(head);
+}
+
+/* ---- the server ------------------------------------------------------------------ */
+typedef struct {
+    int got;                          /* gradients of this clock received */
+    float *g;                         /* (W, count) in worker order */
+    long *pulled;                     /* (W) version each was computed on */
+    double *loss;                     /* (W) each worker's mean loss */
+    double *sumsq;                    /* (W) its gradient's squared norm (ASP's clipping) */
+} ps_slot_t;
+
+typedef struct {
+    long version, total;              /* updates applied, to apply */
+    long *hist;                       /* (total + 1) gradients per staleness */
+    long *pending;                    /* (W) clock of a waiting pull, 0: none */
+    long *next;                       /* (W) the clock each worker pushes next */
+    long applied;                     /* gradients applied */
+    float *host;                      /* (count) the master shard, for replies */
+    float *sum;                       /* (count) the update's gradient */
+    double t_start;
+    MPI_Comm servers;
+    FILE *csv;
+} ps_server_t;
+
+static void reply(ps_t *p, ps_server_t *sv, int w) {
+    train_t *tr = p->tr;
+    size_t count = p->hi - p->lo;
+    int dest = p->servers + w;
+    dev_to_host(&tr->dev, sv->host, tr->opt.master, count * sizeof(float));
+    MPI_CHECK(MPI_Send(&sv->version, 1, MPI_LONG, dest, TAG_VERSION, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Send(sv->host, (int)count, MPI_FLOAT, dest, TAG_WEIGHTS, MPI_COMM_WORLD));
+    sv->pending[w] = 0;
+}
+
+/* A pull for clock c may be answered once the server holds version c - 1 - S
+ * (BSP: c - 1, every gradient of the clock before); ASP: at once. */
+static int may_pull(const ps_t *p, const ps_server_t *sv, long c) {
+    return p->bound == ASP || sv->version >= c - 1 - p->bound;
+}
+
+/* One optimizer update from the n gradients of slot (worker order). */
+static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *workers, int n, long clock) {
+    train_t *tr = p->tr;
+    size_t count = p->hi - p->lo;
+    int W = p->workers;
+    memset(sv->sum, 0, count * sizeof(float));
+    double loss = 0, sumsq = 0, stale_max = 0;
+    for (int k = 0; k < n; k++) {
+        int w = workers[k];
+        const float *g = sl->g + (size_t)w * count;
+        for (size_t i = 0; i < count; i++) sv->sum[i] += g[i];
+        long stale = sv->version - sl->pulled[w];
+        sv->hist[stale]++;
+        if (stale > stale_max) stale_max = (double)stale;
+        loss += sl->loss[w] / n;
+    }
+    if (p->bound == ASP) sumsq = sl->sumsq[workers[0]];   /* the one gradient's, whole */
+    else {   /* the mean gradient's norm over every shard */
+        for (size_t i = 0; i < count; i++) sumsq += (double)sv->sum[i] * sv->sum[i];
+        dist_allreduce(&sumsq, 1, MPI_DOUBLE, MPI_SUM, sv->servers, "the gradient norm");
+    }
+    sv->version++;
+    sv->applied += n;
+    double norm;
+    float scale = clip_factor(sumsq, (float)tr->o.clip, &norm);
+    int per = p->bound == ASP ? W : 1;   /* ASP: W updates per clock */
+    float lr = lr_at((int)sv->version, tr->o.warmup * per, tr->o.steps * per, (float)tr->o.lr,
+                     (float)(tr->o.lr / 10));
+    dev_from_host(&tr->dev, tr->opt.pieces[0].grad, sv->sum, count * sizeof(float));
+    optim_step(&tr->opt, tr->dtype, lr, scale, (int)sv->version);
+    dev_sync(&tr->dev);
+    if (tr->dist.rank != 0) return;
+    double t = MPI_Wtime() - sv->t_start;
+    char who[32];
+    if (n == 1) snprintf(who, sizeof who, "worker %d", workers[0]);
+    else snprintf(who, sizeof who, "%d workers", n);
+    say("update %5ld/%ld | clock %4ld %-10s | loss %.4f | staleness %2.0f | lr %.2e | norm %.3f | %8.3f s\n",
+        sv->version, sv->total, clock, who, loss, stale_max, lr, norm, t);
+    tr->run_steps[tr->nrun] = sv->version;
+    tr->run_losses[tr->nrun] = loss;
+    tr->run_norms[tr->nrun++] = norm;
+    if (sv->csv) {
+        fprintf(sv->csv, "%s,%d,%s,%ld,%ld,%.6f,%.6f,%.0f,%.6g,%.6g\n", p->sync, W,
+                p->straggler ? p->straggler : "none", sv->version, clock, t, loss, stale_max, lr, norm);
+        out_flush(sv->csv, p->csv);
+    }
+}
+
+static void server(ps_t *p, ps_server_t *sv) {
+    train_t *tr = p->tr;
+    int W = p->workers, nslots = p->bound == ASP ? 1 : p->bound + 1;
+    size_t count = p->hi - p->lo;
+    ps_slot_t *slot = xcalloc((size_t)nslots, sizeof(ps_slot_t));
+    for (int k = 0; k < nslots; k++) {
+        slot[k].g = xmalloc((size_t)W * count * sizeof(float));
+        slot[k].pulled = xcalloc((size_t)W, sizeof(long));
+        slot[k].loss = xcalloc((size_t)W, sizeof(double));
+        slot[k].sumsq = xcalloc((size_t)W, sizeof(double));
+    }
+    int *order = xmalloc(sizeof(int) * (size_t)W);
+    for (int w = 0; w < W; w++) order[w] = w;
+    long pulls = 0, pushes = 0, steps = tr->o.steps;
+    /* the watchdog ends the job when no worker sends anything for --timeout-s */
+    watch_begin("the workers' pulls and pushes", "world", NULL, WATCH_WORLD);
+    while (pushes < (long)W * steps || pulls < (long)W * steps) {
+        int flag = 0;
+        MPI_Status stat;
+        MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &stat));
+        if (!flag) {
+            nap();
+            continue;
+        }
+        watch_tick();
+        int src = stat.MPI_SOURCE, w = src - p->servers;
+        if (w < 0 || (stat.MPI_TAG != TAG_PULL && stat.MPI_TAG != TAG_PUSH))
+            die("server %d: unexpected message (tag %d) from rank %d", tr->dist.rank, stat.MPI_TAG, src);
+        if (stat.MPI_TAG == TAG_PULL) {
+            long c;
+            MPI_CHECK(MPI_Recv(&c, 1, MPI_LONG, src, TAG_PULL, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            if (c != sv->next[w] || sv->pending[w])
+                die("server %d: worker %d pulled for clock %ld, expected %ld", tr->dist.rank, w, c, sv->next[w]);
+            pulls++;
+            sv->pending[w] = c;
+            if (may_pull(p, sv, c)) reply(p, sv, w);
+            continue;
+        }
+        double h[4];
+        MPI_CHECK(MPI_Recv(h, 4, MPI_DOUBLE, src, TAG_PUSH, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        long c = (long)h[0];
+        /* every gradient applied exactly once: clocks arrive in order, once each */
+        if (c != sv->next[w] || c > steps)
+            die("server %d: worker %d pushed clock %ld, expected %ld", tr->dist.rank, w, c, sv->next[w]);
+        sv->next[w]++;
+        pushes++;
+        ps_slot_t *sl = &slot[p->bound == ASP ? 0 : c % nslots];
+        MPI_CHECK(MPI_Recv(sl->g + (size_t)w * count, (int)count, MPI_FLOAT, src, TAG_GRAD, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        sl->pulled[w] = (long)h[1];
+        sl->loss[w] = h[2];
+        sl->sumsq[w] = h[3];
+        sl->got++;
+        if (p->bound == ASP) {
+            update(p, sv, sl, &w, 1, c);
+            sl->got = 0;
+        } else   /* BSP, SSP: the clocks complete in order */
+            for (ps_slot_t *n = &slot[(sv->version + 1) % nslots]; n->got == W;
+                 n = &slot[(sv->version + 1) % nslots]) {
+                update(p, sv, n, order, W, sv->version + 1);
+                n->got = 0;
+            }
+        for (int v = 0; v < W; v++)
+            if (sv->pending[v] && may_pull(p, sv, sv->pending[v])) reply(p, sv, v);
+    }
+    watch_end();
+    if (sv->version != sv->total || sv->applied != pushes)
+        die("server %d: %ld updates from %ld gradients, expected %ld from %ld", tr->dist.rank, sv->version,
+            sv->applied, sv->total, pushes);
+    for (int k = 0; k < nslots; k++) {
+        free(slot[k].g);
+        free(slot[k].pulled);
+        free(slot[k].loss);
+        free(slot[k].sumsq);
+    }
+    free(slot);
+    free(order);
+}
+
+/* ---- the program ----------------------------------------------------------------- */
+static void summary(ps_t *p, ps_server_t *sv, double seconds) {
+    train_t *tr = p->tr;
+    int S = p->servers, is_server = tr->dist.rank < S;
+    long n = sv->total + 1, *all = tr->dist.rank == 0 ? xcalloc((size_t)(S * n), sizeof(long)) : NULL;
+    long counts[2] = {is_server ? sv->version : 0, is_server ? sv->applied : 0};
+    long *cnt = tr->dist.rank == 0 ? xmalloc(sizeof(long) * 2 * (size_t)tr->dist.world) : NULL;
+    MPI_CHECK(MPI_Gather(counts, 2, MPI_LONG, cnt, 2, MPI_LONG, 0, MPI_COMM_WORLD));
+    if (is_server)
+        MPI_CHECK(MPI_Gather(sv->hist, (int)n, MPI_LONG, all, (int)n, MPI_LONG, 0, sv->servers));
+    if (tr->dist.rank == 0) {
+        say("\n");
+        for (int s = 0; s < S; s++) {
+            long max = 0, sum = 0, k = 0;
+            say("server %d: %ld updates from %ld gradients (%d workers x %d clocks); staleness:", s,
+                cnt[2 * s], cnt[2 * s + 1], p->workers, tr->o.steps);
+            for (long i = 0; i < n; i++)
+                if (all[s * n + i]) {
+                    say(" %ld:%ld", i, all[s * n + i]);
+                    max = i;
+                    sum += i * all[s * n + i];
+                    k += all[s * n + i];
+                }
+            say(" (max %ld, mean %.2f)\n", max, k ? (double)sum / k : 0.0);
+        }
+        say("time:    %ld updates in %.3f s = %.1f updates/s, %s tok/s\n", sv->total, seconds,
+            sv->total / seconds, train_si((char[32]){0}, 32, (double)cnt[1] * tr->global_tokens /
+                                              p->workers / seconds));
+    }
+    free(all);
+    free(cnt);
+}
+
+int main(int argc, char **argv) {
+    ps_t p = {.servers = 1, .sync = "bsp"};
+    arg_t flags[] = {
+        {"servers", ARG_INT, &p.servers, "ranks 0..S-1 are servers, each owning a shard of the weights", NULL, 1, 1e6},
+        {"sync", ARG_STRING, &p.sync, "bsp (wait for every worker), async (never wait) or ssp:S (at most S "
+         "clocks ahead)", NULL, 0, 0},
+        {"straggler", ARG_STRING, &p.straggler, "RANK:FACTOR: worker RANK computes FACTOR times slower", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "03_ddp", "03_ddp/paramserver", "data parallel through a parameter server",
+        "Data-parallel SGD through sharded parameter servers: bulk-synchronous,\n"
+        "asynchronous or stale-synchronous updates, the staleness of every\n"
+        "gradient, and an optional straggler. --csv: one row per update.", flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    train_init(&tr, &argc, &argv, &prog);
+    p.tr = &tr;
+    parse_sync(&p);
+    int world = tr.dist.world, S = p.servers, W = world - S;
+    if (W < 1) usage_error("--servers %d leaves no worker among the %d ranks", S, world);
+    if (p.straggler && (p.slow_rank < S || p.slow_rank >= world))
+        usage_error("--straggler %s: rank %d is no worker (workers are ranks %d..%d)", p.straggler,
+                    p.slow_rank, S, world - 1);
+    if (tr.o.batch % (W * tr.o.micro) || tr.o.batch % (world * tr.o.micro))
+        usage_error("--batch %d must be divisible by the %d workers x --micro %d (a worker's share) and by "
+                    "the %d ranks x --micro", tr.o.batch, W, tr.o.micro, world);
+    if (tr.o.ckpt_dir || tr.o.resume || tr.o.dump || tr.o.trace)
+        usage_error("--ckpt-dir, --resume, --dump and --trace are not offered by the parameter server");
+    p.workers = W;
+    p.csv = tr.o.c.csv;   /* the rows here are updates, not the trainers' steps */
+    tr.o.c.csv = NULL;
+    args_check_output(MPI_COMM_WORLD, "csv", p.csv, PS_HEADER);
+    train_setup(&tr, 1, 1, 1);
+    int rank = tr.dist.rank, is_server = rank < S;
+    /* the data: W shares of each clock's global batch, as DDP's W ranks */
+    tr.dp = W;
+    tr.dp_rank = is_server ? 0 : rank - S;
+    tr.mb = tr.o.batch / W / tr.o.micro;
+    free(tr.tokens);
+    free(tr.targets);
+    tr.tokens = xmalloc(sizeof(int) * (size_t)tr.mb * tr.o.seq);
+    tr.targets = xmalloc(sizeof(int) * (size_t)tr.mb * tr.o.seq);
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
+
+    p.N = tr.model.size;
+    p.lo = is_server ? shard_lo(&p, rank) : 0;
+    p.hi = is_server ? shard_lo(&p, rank + 1) : 0;
+    optim_piece_t shard = {0, p.lo, p.hi - p.lo, tr.model.grads + p.lo,
+                           (char *)tr.model.params + p.lo * dtype_size(tr.dtype)};
+    tr.part_unique = is_server;
+    train_optimizer(&tr, &shard, 1, p.hi - p.lo);   /* workers: an empty part */
+
+    ps_server_t sv = {0};
+    sv.total = (long)tr.o.steps * (p.bound == ASP ? W : 1);
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_server ? 0 : MPI_UNDEFINED, rank, &sv.servers));
+    say("ps:      %d server%s (shards of %zu-%zu parameters), %d worker%s (ranks %d..%d, %d sequences each per "
+        "clock), --sync %s: %ld updates%s%s\n", S, S == 1 ? "" : "s", p.N / S, (p.N + S - 1) / S, W,
+        W == 1 ? "" : "s", S, world - 1, tr.o.batch / W, p.sync, sv.total,
+        p.straggler ? ", straggler " : "", p.straggler ? p.straggler : "");
+    tr.run_steps = xmalloc(sizeof(long) * (size_t)(sv.total + 1));
+    tr.run_losses = xmalloc(sizeof(double) * (size_t)(sv.total + 1));
+    tr.run_norms = xmalloc(sizeof(double) * (size_t)(sv.total + 1));
+    if (rank == 0 && p.csv) sv.csv = csv_open(p.csv, PS_HEADER);
+    runner_t run;
+    if (!is_server) runner_init(&run, NULL, &tr, (grad_strategy_t){0}, 0, 0);
+    sv.hist = xcalloc((size_t)sv.total + 1, sizeof(long));
+    say("\n");
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    sv.t_start = MPI_Wtime();
+    if (is_server) {
+        sv.pending = xcalloc((size_t)W, sizeof(long));
+        sv.next = xmalloc(sizeof(long) * (size_t)W);
+        for (int w = 0; w < W; w++) sv.next[w] = 1;
+        sv.host = xmalloc((p.hi - p.lo) * sizeof(float));
+        sv.sum = xmalloc((p.hi - p.lo) * sizeof(float));
+        server(&p, &sv);
+    } else
+        worker(&p, &run);
+    double seconds = MPI_Wtime() - sv.t_start;
+    dist_allreduce(&seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "run time");
+    summary(&p, &sv, seconds);
+
+    /* every rank ends with the servers' weights (train_finish checks it) */
+    float *full = train_full_master(&tr);
+    model_load_params(&tr.model, full);
+    free(full);
+    if (sv.csv) out_close(sv.csv, p.csv);
+    if (!is_server) runner_free(&run);
+    else MPI_CHECK(MPI_Comm_free(&sv.servers));
+    free(sv.hist);
+    free(sv.pending);
+    free(sv.next);
+    free(sv.host);
+    free(sv.sum);
+    train_finish(&tr);
+    return 0;
+}
