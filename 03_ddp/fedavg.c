@@ -45,7 +45,7 @@
 #define EVAL_FIRST (1L << 40)   /* held-out samples: ids far from every client's */
 
 typedef struct {
-    int clients, per_client, classes, epochs, eval_samples, full_batch;
+    int clients, per_client, classes, epochs, eval_batches, full_batch;
     double fraction, deadline, alpha;
     const char *fed_csv;
     long *ids;              /* (clients x per_client) sample ids, by client */
@@ -101,11 +101,11 @@ static double client_update(train_t *tr, fedavg_t *f, int k, float lr, float *gs
 }
 
 /* Mean loss per token of the weights in the model on the held-out mix:
- * eval_samples samples in micro-batches dealt round-robin over the ranks. */
+ * eval_batches micro-batches dealt round-robin over the ranks. */
 static double eval_loss(train_t *tr, fedavg_t *f) {
     long *ids = xmalloc(sizeof(long) * (size_t)tr->mb);
     double loss = 0;
-    for (int j = tr->dist.rank; j < f->eval_samples / tr->mb; j += tr->dist.world) {
+    for (int j = tr->dist.rank; j < f->eval_batches; j += tr->dist.world) {
         for (int b = 0; b < tr->mb; b++) ids[b] = EVAL_FIRST + (long)j * tr->mb + b;
         data_batch_ids(&tr->data, ids, tr->mb, tr->tokens, tr->targets);
         model_set_batch(&tr->model, &tr->acts, tr->tokens, tr->targets);
@@ -113,7 +113,7 @@ static double eval_loss(train_t *tr, fedavg_t *f) {
     }
     free(ids);
     dist_allreduce(&loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "evaluation loss");
-    return loss / ((double)f->eval_samples * tr->o.seq);
+    return loss / ((double)f->eval_batches * tr->mb * tr->o.seq);
 }
 
 /* The first m of order: a partial Fisher-Yates shuffle from (seed, round). */
@@ -129,7 +129,7 @@ static void select_clients(fedavg_t *f, int m, uint64_t seed, long round) {
 }
 
 int main(int argc, char **argv) {
-    fedavg_t f = {.clients = 8, .per_client = 24, .classes = 8, .epochs = 1, .eval_samples = 64,
+    fedavg_t f = {.clients = 8, .per_client = 24, .classes = 8, .epochs = 1, .eval_batches = 8,
                   .fraction = 1, .alpha = 0.5};
     arg_t flags[] = {
         {"clients", ARG_INT, &f.clients, "K simulated clients, dealt over the ranks (client k on rank k mod N)", NULL, 1, 1e6},
@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
         {"local-epochs", ARG_INT, &f.epochs, "E: epochs over its shard each selected client trains", NULL, 1, 1e6},
         {"full-batch", ARG_FLAG, &f.full_batch, "B = infinity: a local step is the client's whole shard (E 1: FedSGD)", NULL, 0, 0},
         {"deadline", ARG_DOUBLE, &f.deadline, "D: simulated seconds a client has per round (E n_k / speed_k; 0: none)", NULL, 0, 1e12},
-        {"eval-samples", ARG_INT, &f.eval_samples, "samples of the held-out mix for each round's evaluation loss (a multiple of --batch / --micro)", NULL, 1, 1e6},
+        {"eval-batches", ARG_INT, &f.eval_batches, "micro-batches (--batch / --micro samples each) of the held-out mix for each round's evaluation loss", NULL, 1, 1e6},
         {"fed-csv", ARG_STRING, &f.fed_csv, "append one row per round (selected, dropped, losses, bytes) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -169,8 +169,6 @@ int main(int argc, char **argv) {
         tr.o.batch = 1;
     }
     train_setup(&tr, 1, 1, 1);
-    if (f.eval_samples % tr.mb)
-        usage_error("--eval-samples %d must be a multiple of the micro-batch's %d samples", f.eval_samples, tr.mb);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
     runner_init(&f.run, NULL, &tr, (grad_strategy_t){0}, 0, 0);
     train_optimizer(&tr, NULL, 0, 0);
