@@ -215,12 +215,13 @@ fedavg-ddp)  # NP [FLAGS...]: one FedAvg round of 4 clients x 3 samples (every c
     grep -h '^fedavg:\|^round' "$dir/fed.log"
     $CMP "$dir/fed.bin" "$dir/ddp.bin" --tol 1e-5 --no-norms
     ;;
-fedavg-ranks)  # NP: FedAvg (non-IID, C 0.5, E 2, a deadline) on NP ranks = on 1 rank, within 1e-5
-    np=$2
+fedavg-ranks)  # NP [FLAGS...]: FedAvg (non-IID, C 0.5, E 2, a deadline) on NP ranks = on 1 CPU rank, within
+    # 1e-5 (FED, DEV: as fedavg-ddp)
+    np=$2; shift 2
     flags=("${TINY[@]}" --steps 4 --clients 8 --client-samples 12 --batch 4 --fraction 0.5 --local-epochs 2
            --deadline 40 --alpha 0.5 --lr 0.5)
-    DDP=./03_ddp/fedavg run 1 "$dir/one.log" "${flags[@]}" --save-final "$dir/one.bin"
-    DDP=./03_ddp/fedavg run "$np" "$dir/many.log" "${flags[@]}" --save-final "$dir/many.bin"
+    DDP=./03_ddp/fedavg run 1 "$dir/one.log" "${flags[@]}" --device cpu --save-final "$dir/one.bin"
+    DDP=${FED:-./03_ddp/fedavg} run "$np" "$dir/many.log" "${flags[@]}" "$@" --save-final "$dir/many.bin"
     grep -h '^round' "$dir/many.log"
     $CMP "$dir/many.bin" "$dir/one.bin" --tol 1e-5 --no-norms
     ;;
