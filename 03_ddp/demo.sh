@@ -9,3 +9,6 @@ step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
 # Local SGD at H = 1, 4, 16 and DiLoCo beside DDP, on a small model, 160 steps
 # (the README's chart: 320).
 step env STEPS=160 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
+# Federated averaging: C 0.1, 0.5, 1 at E 1, E 4, and E 4 under two
+# deadlines, 32 clients, 8 rounds (the README's chart: 30).
+step env ROUNDS=8 bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu
