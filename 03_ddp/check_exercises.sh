@@ -50,6 +50,9 @@ program='BEGIN {
     # 17-18. local SGD (README, "Local SGD and DiLoCo"): fp32 weights all-reduced every H steps
     want("ex17_local_mb_per_step_4_ranks_h16", 2 * 3 / 4 * 4 * P / 16 / 1e6, 0.002, "2(N-1)/N x 4 P / H")
     want("ex18_diloco_extra_mb", 8 * P / 1e6, 0.002, "the anchor w0 and the momentum u, 4 bytes each per parameter")
+    # 21. federated averaging (README, "Federated averaging"): K 100, C 0.1, 3 of the 10 selected dropped
+    want("ex21_fedavg_round_mb", 4 * P * (10 + 7) / 1e6, 0.002, "4 P (selected + finished): down to 10, up from 7")
+    want("ex21_ddp_step_mb_10_workers", 2 * 9 * 4 * P / 1e6, 0.002, "2 (m - 1) x 4 P, summed over m = 10 workers")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))
