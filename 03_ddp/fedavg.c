@@ -13,16 +13,18 @@
  *       samples at one simulated second per sample, speed s_k); t_k > D:
  *       dropped (the straggler's work is lost: it is not run here)
  *       otherwise E epochs of floor(n_k / B) local SGD steps of B samples
- *       (the runner, with the client's shard as data), giving w_k
+ *       (the runner, with the client's shard as data; --full-batch: one
+ *       step on the whole shard, McMahan's B = infinity), giving w_k
  *   the server's weighted average over the clients that made it (S):
  *       w <- sum_{k in S} n_k w_k / sum_{k in S} n_k
  *   one all-reduce of the sums n_k w_k and of the counts n_k; nobody made
  *   it: w stays. Then the loss of w on a held-out IID mix.
  *
- * With every client selected, equal shards, B = n, E = 1, plain SGD and no
- * deadline, a round is one DDP step on the K n samples: w - lr (1/K) sum_k
- * g_k, and the mean of the clients' mean gradients g_k over equal shards is
- * the global batch's mean gradient (tests/ddp.tests).
+ * With every client selected, E = 1, one local step on the whole shard,
+ * plain SGD and no deadline, a round is one DDP step on the union of the
+ * shards: sum_k n_k (w - lr g_k) / n = w - lr sum_k n_k g_k / n, and n_k g_k
+ * is the summed gradient of client k's samples; the weighting by n_k makes
+ * it hold for unequal shards too (tests/ddp.tests).
  *
  * Bytes of a round in the client-server protocol: the fp32 weights down to
  * each of the m selected clients and up from each of the f that made the
