@@ -30,6 +30,7 @@
  * each of the m selected clients and up from each of the f that made the
  * deadline, 4 P (m + f); DDP over m workers sends 2 (m - 1) x 4 P gradient
  * bytes (summed over the workers, ring all-reduce) every step. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +45,13 @@
 
 #define FED_HEADER "round,clients,fraction,local_epochs,deadline,alpha,selected,dropped,train_loss,eval_loss," \
                    "mb_per_round,ddp_mb_per_step"
+#define CLIENTS_HEADER "client,rank,samples,speed,seconds"
 #define EVAL_FIRST (1L << 40)   /* held-out samples: ids far from every client's */
 
 typedef struct {
     int clients, per_client, classes, epochs, eval_batches, full_batch;
     double fraction, deadline, alpha;
-    const char *fed_csv;
+    const char *fed_csv, *clients_csv;
     long *ids;              /* (clients x per_client) sample ids, by client */
     int *first, *count;     /* (clients) each client's shard in ids */
     double *speed;          /* (clients) simulated speed factors */
@@ -143,6 +145,7 @@ int main(int argc, char **argv) {
         {"full-batch", ARG_FLAG, &f.full_batch, "B = infinity: a local step is the client's whole shard (E 1: FedSGD)", NULL, 0, 0},
         {"deadline", ARG_DOUBLE, &f.deadline, "D: simulated seconds a client has per round (E n_k / speed_k; 0: none)", NULL, 0, 1e12},
         {"eval-batches", ARG_INT, &f.eval_batches, "micro-batches (--batch / --micro samples each) of the held-out mix for each round's evaluation loss", NULL, 1, 1e6},
+        {"clients-csv", ARG_STRING, &f.clients_csv, "write each client's rank, samples n_k, speed s_k and simulated seconds E n_k / s_k to this CSV", NULL, 0, 0},
         {"fed-csv", ARG_STRING, &f.fed_csv, "append one row per round (selected, dropped, losses, bytes) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -166,6 +169,7 @@ int main(int argc, char **argv) {
     if (tr.o.ckpt_dir) usage_error("fedavg takes no --ckpt-dir");
     if (tr.o.c.csv) usage_error("fedavg writes its rows with --fed-csv, not --csv");
     args_check_output(MPI_COMM_WORLD, "fed-csv", f.fed_csv, FED_HEADER);
+    args_check_output(MPI_COMM_WORLD, "clients-csv", f.clients_csv, NULL);
     if (f.full_batch) {   /* one sample per runner step, summed */
         if (tr.o.micro != 1) usage_error("--full-batch takes no --micro");
         tr.o.batch = 1;
@@ -186,6 +190,14 @@ int main(int argc, char **argv) {
     /* speeds 2^u, u uniform in [-2, 2): the slowest clients take 16 times as long as the fastest */
     for (int k = 0; k < K; k++)
         f.speed[k] = exp2(4.0 * (double)(splitmix64((uint64_t)tr.o.c.seed ^ 0x5beedull ^ (uint64_t)k << 20) >> 11) * 0x1.0p-53 - 2.0);
+    if (f.clients_csv && rank == 0) {
+        FILE *c = fopen(f.clients_csv, "w");   /* the table of this run: replaced, not appended */
+        if (!c) die("cannot write %s: %s", f.clients_csv, strerror(errno));
+        fprintf(c, "%s\n", CLIENTS_HEADER);
+        for (int k = 0; k < K; k++)
+            fprintf(c, "%d,%d,%d,%.17g,%.17g\n", k, k % N, f.count[k], f.speed[k], f.epochs * (double)f.count[k] / f.speed[k]);
+        out_close(c, f.clients_csv);
+    }
     tr.batch_fn = client_batch;
     tr.batch_ctx = &f;
 

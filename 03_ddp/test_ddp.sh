@@ -255,6 +255,29 @@ fedavg-bytes)  # NP: each round's MB = 4 P (selected + finished) / 1e6, P = DDP'
             if (bad) print "error: bytes differ from the formula"; exit bad
         }' "$dir/fed.csv"
     ;;
+fedavg-clients)  # NP ALPHA: the clients' table against the formulas, and each round's drops against it
+    # (C 1: every client selected): the shards hold K n samples, IID shards are equal, t_k = E n_k /
+    # s_k, and a round drops exactly the clients with t_k > D
+    np=$2; alpha=$3
+    DDP=./03_ddp/fedavg run "$np" "$dir/fed.log" "${TINY[@]}" --steps 3 --clients 12 --client-samples 10 \
+        --batch 4 --alpha "$alpha" --fraction 1 --local-epochs 3 --deadline 20 --clients-csv "$dir/clients.csv" \
+        --fed-csv "$dir/fed.csv"
+    grep -h '^fedavg:' "$dir/fed.log"
+    awk -F, -v np="$np" -v alpha="$alpha" '
+        FNR == 1 { for (i = 1; i <= NF; i++) c[FILENAME, $i] = i; next }
+        FILENAME ~ /clients/ {
+            k = $c[FILENAME, "client"]; n = $c[FILENAME, "samples"]; s = $c[FILENAME, "speed"]; t = $c[FILENAME, "seconds"]
+            total += n; K++; late += t > 20
+            if ($c[FILENAME, "rank"] != k % np) { printf "error: client %d on rank %d\n", k, $c[FILENAME, "rank"]; bad = 1 }
+            if (alpha == 0 && n != 10) { printf "error: IID client %d holds %d samples, not 10\n", k, n; bad = 1 }
+            if (s < 0.25 || s >= 4) { printf "error: client %d speed %g outside [0.25, 4)\n", k, s; bad = 1 }
+            if ((t - 3 * n / s) ^ 2 > 1e-18 * t * t) { printf "error: client %d: %g s, not 3 x %d / %g\n", k, t, n, s; bad = 1 }
+            next }
+        { rounds++; if ($c[FILENAME, "dropped"] != late) { printf "error: round %d dropped %d, %d clients are late\n",
+                                                             $c[FILENAME, "round"], $c[FILENAME, "dropped"], late; bad = 1 } }
+        END { printf "%d clients, %d samples (want 120), %d with E n_k / s_k > 20; %d rounds checked\n", K, total, late, rounds
+              if (total != 120 || K != 12 || rounds != 3) bad = 1; exit bad }' "$dir/clients.csv" "$dir/fed.csv"
+    ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
     # against the CPU's 1-rank run (CPU_NP=N: N ranks), 6 steps; CMP_FLAGS go to compare.
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6
