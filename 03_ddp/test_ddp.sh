@@ -276,7 +276,8 @@ fedavg-clients)  # NP ALPHA: the clients' table against the formulas, and each r
         { rounds++; if ($c[FILENAME, "dropped"] != late) { printf "error: round %d dropped %d, %d clients are late\n",
                                                              $c[FILENAME, "round"], $c[FILENAME, "dropped"], late; bad = 1 } }
         END { printf "%d clients, %d samples (want 120), %d with E n_k / s_k > 20; %d rounds checked\n", K, total, late, rounds
-              if (total != 120 || K != 12 || rounds != 3) bad = 1; exit bad }' "$dir/clients.csv" "$dir/fed.csv"
+              if (total != 120 || K != 12 || rounds != 3) { print "error: expected 12 clients, 120 samples, 3 rounds"; bad = 1 }
+              exit bad }' "$dir/clients.csv" "$dir/fed.csv"
     ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
     # against the CPU's 1-rank run (CPU_NP=N: N ranks), 6 steps; CMP_FLAGS go to compare.
