@@ -3,6 +3,9 @@ PROGRAMS += 03_ddp/ddp
 # PyTorch's DataParallel in C: one process, one thread per replica.
 PROGRAMS += 03_ddp/dataparallel
 03_ddp/dataparallel: $(call objects,03_ddp/dataparallel.c)
+# Federated averaging with stragglers, on top of local SGD's idea.
+PROGRAMS += 03_ddp/fedavg
+03_ddp/fedavg: $(call objects,03_ddp/fedavg.c)
 
 # The exercises' numeric answers (README.md, "Exercises"), from
 # 03_ddp/answers.txt: make check-exercises (every chapter) or

@@ -64,6 +64,9 @@ program='BEGIN {
     want("ex_ps_updates_ssp", 60, 0, "BSP and SSP: one update per clock, of its W gradients")
     want("ex_ps_server_mb_per_clock", 2 * 4 * 4 * P / 2 / 1e6, 0.002, "W pushes in + W pulls out of P / S fp32 each")
     want("ex_ps_straggler_staleness", 2 * 4, 0.001, "(W - 1) F updates land while the straggler computes one gradient")
+    # 21. federated averaging (README, "Federated averaging"): K 100, C 0.1, 3 of the 10 selected dropped
+    want("ex21_fedavg_round_mb", 4 * P * (10 + 7) / 1e6, 0.002, "4 P (selected + finished): down to 10, up from 7")
+    want("ex21_ddp_step_mb_10_workers", 2 * 9 * 4 * P / 1e6, 0.002, "2 (m - 1) x 4 P, summed over m = 10 workers")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))

@@ -15,3 +15,6 @@ step env STEPS=96 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device c
 # The parameter server: BSP, ASP and SSP:2 without and with a straggler (6
 # short runs of 4 ranks, one row per update; the chart paramserver.png).
 step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
+# Federated averaging: C 0.1, 0.5, 1 at E 1, E 4, and E 4 under two
+# deadlines, 32 clients, 8 rounds (the README's chart: 30).
+step env ROUNDS=8 bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu

@@ -224,6 +224,82 @@ local-bytes)  # NP H: bytes per rank per step = 2 (N-1)/N x 4 P / H, printed, me
             exit bad
         }' "$dir/ddp.csv"
     ;;
+fedavg-ddp)  # NP [FLAGS...]: one FedAvg round of 4 clients x 3 samples (every client, E 1, plain
+    # SGD, no deadline) against one 1-rank DDP step on the 12 samples; fedavg's loss is the
+    # clients' training loss (norms: not logged). FED=build/emu/fedavg DEV=cuda: the emulated GPUs.
+    np=$2; shift 2
+    flags=("${TINY[@]}" --steps 1 --warmup 0 --optim sgd --clip 0 --lr 5)
+    run 1 "$dir/ddp.log" "${flags[@]}" --device cpu --save-final "$dir/ddp.bin"
+    DDP=${FED:-./03_ddp/fedavg} run "$np" "$dir/fed.log" "${flags[@]}" --clients 4 --client-samples 3 \
+        --fraction 1 --local-epochs 1 "$@" --save-final "$dir/fed.bin"
+    echo "DDP step on 12 samples vs a FedAvg round on $np ranks: $*"
+    grep -h '^fedavg:\|^round' "$dir/fed.log"
+    $CMP "$dir/fed.bin" "$dir/ddp.bin" --tol 1e-5 --no-norms
+    ;;
+fedavg-ranks)  # NP [FLAGS...]: FedAvg (non-IID, C 0.5, E 2, a deadline) on NP ranks = on 1 CPU rank, within
+    # 1e-5 (FED, DEV: as fedavg-ddp)
+    np=$2; shift 2
+    flags=("${TINY[@]}" --steps 4 --clients 8 --client-samples 12 --batch 4 --fraction 0.5 --local-epochs 2
+           --deadline 40 --alpha 0.5 --lr 0.5)
+    DDP=./03_ddp/fedavg run 1 "$dir/one.log" "${flags[@]}" --device cpu --save-final "$dir/one.bin"
+    DDP=${FED:-./03_ddp/fedavg} run "$np" "$dir/many.log" "${flags[@]}" "$@" --save-final "$dir/many.bin"
+    grep -h '^round' "$dir/many.log"
+    $CMP "$dir/many.bin" "$dir/one.bin" --tol 1e-5 --no-norms
+    ;;
+fedavg-all-dropped)  # a deadline every client misses: the weights end as they started
+    DDP=./03_ddp/fedavg run 2 "$dir/fed.log" "${TINY[@]}" --steps 3 --deadline 1e-9
+    grep -h '^weights\|dropped' "$dir/fed.log"
+    a=$(sed -n 's/^weights: initialised.*checksum \([0-9a-f]*\) .*/\1/p' "$dir/fed.log")
+    b=$(sed -n 's/^weights: checksum \([0-9a-f]*\) .*/\1/p' "$dir/fed.log")
+    grep -q '^fedavg:  \([0-9]*\) of \1 selected clients dropped (100.0%)' "$dir/fed.log" \
+        || { echo "error: not every client was dropped"; exit 1; }
+    [ -n "$a" ] && [ "$a" = "$b" ] || { echo "error: weights changed from $a to $b with every client dropped"; exit 1; }
+    ;;
+fedavg-bytes)  # NP: each round's MB = 4 P (selected + finished) / 1e6, P = DDP's fp32 gradient MB / 4
+    np=$2
+    run 1 "$dir/ddp.log" "${TINY[@]}" --steps 1
+    DDP=./03_ddp/fedavg run "$np" "$dir/fed.log" "${TINY[@]}" --steps 6 --clients 10 --fraction 0.6 \
+        --local-epochs 2 --deadline 30 --fed-csv "$dir/fed.csv"
+    grep -h '^ddp:\|^fedavg:' "$dir/ddp.log" "$dir/fed.log"
+    P=$(sed -n 's/^fedavg:  bytes per round 4 x \([0-9]*\) .*/\1/p' "$dir/fed.log")
+    G=$(sed -n 's/^ddp: .*; \([0-9.]*\) MB of gradients per step/\1/p' "$dir/ddp.log")
+    awk -F, -v P="$P" -v G="$G" '
+        function off(a, b) { return (a - b) / b < 0 ? (b - a) / b : (a - b) / b }
+        NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { want = 4 * P * (2 * $c["selected"] - $c["dropped"]) / 1e6; dd = 2 * ($c["selected"] - 1) * 4 * P / 1e6
+          printf "round %d: %d selected, %d dropped: %s MB, formula %.6f; DDP %s MB, formula %.6f\n", $c["round"],
+                 $c["selected"], $c["dropped"], $c["mb_per_round"], want, $c["ddp_mb_per_step"], dd
+          if (off($c["mb_per_round"], want) > 1e-6 || off($c["ddp_mb_per_step"], dd) > 1e-6) bad = 1; rows++ }
+        END {
+            if (off(4 * P / 1e6, G) > 1e-3) { printf "error: P = %s is not DDP'"'"'s %s MB / 4\n", P, G; bad = 1 }
+            if (rows != 6) { print "error: expected 6 rounds"; bad = 1 }
+            if (bad) print "error: bytes differ from the formula"; exit bad
+        }' "$dir/fed.csv"
+    ;;
+fedavg-clients)  # NP ALPHA: the clients' table against the formulas, and each round's drops against it
+    # (C 1: every client selected): the shards hold K n samples, IID shards are equal, t_k = E n_k /
+    # s_k, and a round drops exactly the clients with t_k > D
+    np=$2; alpha=$3
+    DDP=./03_ddp/fedavg run "$np" "$dir/fed.log" "${TINY[@]}" --steps 3 --clients 12 --client-samples 10 \
+        --batch 4 --alpha "$alpha" --fraction 1 --local-epochs 3 --deadline 20 --clients-csv "$dir/clients.csv" \
+        --fed-csv "$dir/fed.csv"
+    grep -h '^fedavg:' "$dir/fed.log"
+    awk -F, -v np="$np" -v alpha="$alpha" '
+        FNR == 1 { for (i = 1; i <= NF; i++) c[FILENAME, $i] = i; next }
+        FILENAME ~ /clients/ {
+            k = $c[FILENAME, "client"]; n = $c[FILENAME, "samples"]; s = $c[FILENAME, "speed"]; t = $c[FILENAME, "seconds"]
+            total += n; K++; late += t > 20
+            if ($c[FILENAME, "rank"] != k % np) { printf "error: client %d on rank %d\n", k, $c[FILENAME, "rank"]; bad = 1 }
+            if (alpha == 0 && n != 10) { printf "error: IID client %d holds %d samples, not 10\n", k, n; bad = 1 }
+            if (s < 0.25 || s >= 4) { printf "error: client %d speed %g outside [0.25, 4)\n", k, s; bad = 1 }
+            if ((t - 3 * n / s) ^ 2 > 1e-18 * t * t) { printf "error: client %d: %g s, not 3 x %d / %g\n", k, t, n, s; bad = 1 }
+            next }
+        { rounds++; if ($c[FILENAME, "dropped"] != late) { printf "error: round %d dropped %d, %d clients are late\n",
+                                                             $c[FILENAME, "round"], $c[FILENAME, "dropped"], late; bad = 1 } }
+        END { printf "%d clients, %d samples (want 120), %d with E n_k / s_k > 20; %d rounds checked\n", K, total, late, rounds
+              if (total != 120 || K != 12 || rounds != 3) { print "error: expected 12 clients, 120 samples, 3 rounds"; bad = 1 }
+              exit bad }' "$dir/clients.csv" "$dir/fed.csv"
+    ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
     # against the CPU's 1-rank run (CPU_NP=N: N ranks), 6 steps; CMP_FLAGS go to compare.
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6

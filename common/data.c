@@ -232,12 +232,16 @@ uint64_t data_sample_id(data_t *d, long step, int batch, int i) {
     return (uint64_t)text_chunk(d, step, batch, i);
 }
 
+/* Synthetic sample g's own generator, from (seed, global sample number), so
+ * any sample can be produced in any order; its first draw is the word the
+ * sample starts in. */
+static rng_t sample_rng(const data_t *d, uint64_t g) {
+    return (rng_t){splitmix64(splitmix64(d->seed) ^ (g * 0xd1342543de82ef95ull))};
+}
+
 void data_sample(data_t *d, long step, int batch, int i, int *tokens) {
     if (d->synthetic) {
-        /* Counter-based: the sample's own generator comes from (seed, global
-         * sample number), so any sample can be produced in any order. */
-        uint64_t g = data_sample_id(d, step, batch, i);
-        rng_t r = {splitmix64(splitmix64(d->seed) ^ (g * 0xd1342543de82ef95ull))};
+        rng_t r = sample_rng(d, data_sample_id(d, step, batch, i));
         int w = rng_below(&r, d->nwords);
         int skip = rng_below(&r, d->word_len[w] + 1);
         walk(d, &r, w, skip, tokens, d->seq + 1, NULL);
@@ -256,4 +260,77 @@ void data_batch(data_t *d, long step, int batch, int first, int count, int *inpu
         memcpy(targets + (size_t)b * T, tok + 1, sizeof(int) * T);
     }
     free(tok);
+}
+
+/* ---- federated clients' shards -------------------------------------------- */
+
+static double rng_normal(rng_t *r) {   /* Box-Muller */
+    double u = 1.0 - rng_unit(r), v = rng_unit(r);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+/* Gamma(a, 1) by Marsaglia and Tsang (2000); a < 1 through
+ * Gamma(a) = Gamma(a + 1) U^(1/a). */
+static double rng_gamma(rng_t *r, double a) {
+    if (a < 1.0) return rng_gamma(r, a + 1.0) * pow(1.0 - rng_unit(r), 1.0 / a);
+    double dd = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * dd);
+    for (;;) {
+        double x = rng_normal(r), v = 1.0 + c * x;
+        if (v <= 0) continue;
+        v = v * v * v;
+        double u = 1.0 - rng_unit(r);
+        if (log(u) < 0.5 * x * x + dd - dd * v + dd * log(v)) return dd * v;
+    }
+}
+
+int data_sample_class(const data_t *d, long id, int classes) {
+    rng_t r = sample_rng(d, (uint64_t)id);
+    return rng_below(&r, d->nwords) % classes;
+}
+
+void data_client_split(const data_t *d, int clients, int per_client, int classes, double alpha,
+                       long *ids, int *first, int *count) {
+    long n = (long)clients * per_client;
+    if (alpha <= 0) {   /* IID, equal: client k holds samples [k per_client, (k+1) per_client) */
+        for (long g = 0; g < n; g++) ids[g] = g;
+        for (int k = 0; k < clients; k++) first[k] = k * per_client, count[k] = per_client;
+        return;
+    }
+    int *cls = xmalloc(sizeof(int) * (size_t)n), *owner = xmalloc(sizeof(int) * (size_t)n);
+    long *in_class = xcalloc((size_t)classes, sizeof(long));
+    double *p = xmalloc(sizeof(double) * (size_t)clients);
+    for (long g = 0; g < n; g++) in_class[cls[g] = data_sample_class(d, g, classes)]++;
+    rng_t r = {splitmix64(d->seed ^ 0xd112c41e7ull)};
+    for (int c = 0; c < classes; c++) {
+        /* p ~ Dirichlet(alpha, ..., alpha): normalised Gamma(alpha) draws */
+        double sum = 0;
+        for (int k = 0; k < clients; k++) sum += p[k] = rng_gamma(&r, alpha);
+        /* the class's j-th sample goes to the client whose share of the
+         * cumulative proportions holds (j + 1/2) / n_c */
+        long j = 0;
+        int k = 0;
+        double cum = p[0] / sum;
+        for (long g = 0; g < n; g++) {
+            if (cls[g] != c) continue;
+            double at = (j++ + 0.5) / (double)in_class[c];
+            while (at > cum && k < clients - 1) cum += p[++k] / sum;
+            owner[g] = k;
+        }
+    }
+    long at = 0;
+    for (int k = 0; k < clients; k++) {
+        first[k] = (int)at;
+        for (long g = 0; g < n; g++)
+            if (owner[g] == k) ids[at++] = g;
+        count[k] = (int)(at - first[k]);
+    }
+    free(cls);
+    free(owner);
+    free(in_class);
+    free(p);
+}
+
+void data_batch_ids(data_t *d, const long *ids, int count, int *inputs, int *targets) {
+    for (int b = 0; b < count; b++) data_batch(d, ids[b], 1, 0, 1, inputs + (size_t)b * d->seq,
+                                               targets + (size_t)b * d->seq);
 }

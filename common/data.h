@@ -83,6 +83,23 @@ static inline int data_shard_first(int batch, int dp, int r, int micro, int m) {
     return r * local + m * (local / micro);
 }
 
+/* Federated clients (03_ddp/fedavg), synthetic corpus only. A sample's
+ * class is the word it starts in, modulo `classes` (its "topic": the first
+ * words of its chain). data_client_split deals the samples 0 .. clients x
+ * per_client - 1 (sample id g = (step, i) with step g, batch 1) to clients:
+ * alpha <= 0: IID and equal, client k holds [k per_client, (k+1)
+ * per_client); alpha > 0: non-IID (Hsu et al. 2019), for each class a
+ * Dirichlet(alpha) draw over the clients cuts that class's samples, so
+ * shards differ in size and in their mix of classes (small alpha: one or two
+ * classes per client). Client k's ids are ids[first[k] .. first[k] +
+ * count[k]); ids holds clients x per_client entries. Seeded by the data's
+ * seed, the same on every rank. */
+int data_sample_class(const data_t *d, long id, int classes);
+void data_client_split(const data_t *d, int clients, int per_client, int classes, double alpha,
+                       long *ids, int *first, int *count);
+/* Samples ids[0 .. count) as a micro-batch, (count, seq) row-major. */
+void data_batch_ids(data_t *d, const long *ids, int count, int *inputs, int *targets);
+
 /* 64-bit FNV-1a-style hash of a byte range, 8 bytes at a time (fast, and any
  * single changed word changes the result: every step is a bijection). */
 uint64_t hash_bytes(const void *p, size_t n, uint64_t h);

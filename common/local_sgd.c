@@ -28,9 +28,7 @@ static void after_update(train_t *tr, void *ctx) {
         op_add(d, DT_F32, l->anchor, w, l->anchor, n);          /* w0 -= eta mu u */
         op_cast(d, l->anchor, DT_F32, w, DT_F32, n);
     }
-    for (int p = 0; p < o->npieces; p++)   /* the working weights follow the master */
-        if (o->pieces[p].work)
-            op_cast(d, w + o->pieces[p].off, DT_F32, o->pieces[p].work, tr->dtype, o->pieces[p].count);
+    optim_load(o, tr->dtype, w);   /* the working weights follow the master */
     l->averages++;
 }
 

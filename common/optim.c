@@ -74,6 +74,13 @@ void optim_free(optim_t *o) {
     memset(o, 0, sizeof *o);
 }
 
+void optim_load(optim_t *o, dtype_t wt, const float *w) {
+    if (w != o->master) dev_copy(o->d, o->master, w, o->n * sizeof(float));
+    for (int p = 0; p < o->npieces; p++)
+        if (o->pieces[p].work)
+            op_cast(o->d, o->master + o->pieces[p].off, DT_F32, o->pieces[p].work, wt, o->pieces[p].count);
+}
+
 void optim_step(optim_t *o, dtype_t wt, float lr, float grad_scale, int step) {
     if (step < 1) die("optim_step: step must be >= 1 (got %d)", step);
     size_t es = dtype_size(wt);

@@ -73,6 +73,10 @@ void optim_free(optim_t *o);
  * are zeroed before the next step's backward). */
 void optim_step(optim_t *o, dtype_t wt, float lr, float grad_scale, int step);
 
+/* The master weights set to w ((n) fp32, device; w == o->master: only the
+ * casts), and every piece's working weights to their wt copy. */
+void optim_load(optim_t *o, dtype_t wt, const float *w);
+
 /* Sum of squared gradients over the elements this rank counts (norm gains
  * replicated by tensor parallelism once, on their first rank). */
 double optim_grad_sumsq(const optim_t *o);

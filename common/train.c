@@ -216,9 +216,10 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     mesh_init(&tr->mesh, &tr->dist, tp, cp, pp, dp);
     tr->dp = dp;
     tr->dp_rank = tr->mesh.coord[AXIS_DP];
-    if (o->batch % (dp * o->micro))
+    int split = tr->batch_per_rank ? 1 : dp;   /* ranks that share one batch */
+    if (o->batch % (split * o->micro))
         usage_error("--batch %d must be divisible by data-parallel ranks (%d) x --micro (%d)", o->batch,
-                    dp, o->micro);
+                    split, o->micro);
     device_init(&tr->dev, o->c.device, tr->dist.local_rank, tr->dist.local_world, o->c.threads);
     dev_mem_limit(o->mem_limit);
     static const char *names[AXES] = {"tensor-parallel", "context-parallel", "pipeline", "data-parallel"};
@@ -234,7 +235,7 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     MPI_Comm_free(&g);
     tr->part_unique = tr->grad.rank == 0;
 
-    tr->mb = o->batch / dp / o->micro;
+    tr->mb = o->batch / split / o->micro;
     tr->global_tokens = (long)o->batch * o->seq;
     tr->loss_scale = (float)(1.0 / (double)tr->global_tokens);
     tr->tokens = xmalloc(sizeof(int) * (size_t)tr->mb * o->seq);
@@ -306,8 +307,12 @@ grad_strategy_t train_ddp(train_t *tr, grad_sync_t *g, int overlap) {
 }
 
 void train_batch(train_t *tr, long step, int micro, model_acts_t *a) {
-    int first = data_shard_first(tr->o.batch, tr->dp, tr->dp_rank, tr->o.micro, micro);
-    data_batch(&tr->data, step - 1, tr->o.batch, first, tr->mb, tr->tokens, tr->targets);
+    if (tr->batch_fn) {
+        tr->batch_fn(tr, tr->batch_ctx, step, micro);
+    } else {
+        int first = data_shard_first(tr->o.batch, tr->dp, tr->dp_rank, tr->o.micro, micro);
+        data_batch(&tr->data, step - 1, tr->o.batch, first, tr->mb, tr->tokens, tr->targets);
+    }
     model_set_batch(&tr->model, a, tr->tokens, tr->targets);
 }
 

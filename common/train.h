@@ -125,6 +125,14 @@ struct train {
     void *after_update_ctx;
     void (*step_note)(train_t *tr, void *ctx);      /* rank 0: appends to the step's log line */
     void *step_note_ctx;
+    /* Set before train_setup: --batch is each rank's own batch, not split
+     * over the data-parallel ranks (03_ddp/fedavg: a client's local batch). */
+    int batch_per_rank;
+    /* When set, train_batch asks it for micro-batch `micro` of step into
+     * tr->tokens and tr->targets instead of reading this rank's share of the
+     * step's global batch (federated clients read their own shards). */
+    void (*batch_fn)(train_t *tr, void *ctx, long step, int micro);
+    void *batch_ctx;
     comm_t *comms[4];            /* communicators the chapter made itself: their bytes count too */
     int ncomms;
     long start;                  /* last step done before this run (resume) */

@@ -117,6 +117,7 @@ $(eval $(call emu_program,allreduce,$(wildcard 02_allreduce/*.c 02_allreduce/*.c
 endif
 ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
+$(eval $(call emu_program,fedavg,03_ddp/fedavg.c))
 endif
 ifneq ($(wildcard 04_fsdp/main.c),)
 $(eval $(call emu_program,fsdp,04_fsdp/main.c 04_fsdp/fsdp.c))

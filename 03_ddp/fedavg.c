@@ -1,0 +1,284 @@
+/* fedavg.c: 03_ddp/fedavg, federated averaging (McMahan et al. 2017) with
+ * stragglers: local SGD where the workers are many simulated clients, each
+ * with its own non-IID shard, a sample of them per round, and a deadline.
+ *
+ *   mpirun -np 2 ./03_ddp/fedavg --clients 16 --fraction 0.25 --local-epochs 2 --deadline 60
+ *
+ * One round r (--steps rounds), on every rank:
+ *   the server samples m = max(1, round(C K)) of the K clients (seeded by
+ *   (seed, r), the same on every rank); client k lives on rank k mod N, and
+ *   a rank runs its selected clients one after another, each from the
+ *   round's global weights w:
+ *       simulated time t_k = E n_k / s_k (E local epochs over its n_k
+ *       samples at one simulated second per sample, speed s_k); t_k > D:
+ *       dropped (the straggler's work is lost: it is not run here)
+ *       otherwise E epochs of floor(n_k / B) local SGD steps of B samples
+ *       (the runner, with the client's shard as data; --full-batch: one
+ *       step on the whole shard, McMahan's B = infinity), giving w_k
+ *   the server's weighted average over the clients that made it (S):
+ *       w <- sum_{k in S} n_k w_k / sum_{k in S} n_k
+ *   one all-reduce of the sums n_k w_k and of the counts n_k; nobody made
+ *   it: w stays. Then the loss of w on a held-out IID mix.
+ *
+ * With every client selected, E = 1, one local step on the whole shard,
+ * plain SGD and no deadline, a round is one DDP step on the union of the
+ * shards: sum_k n_k (w - lr g_k) / n = w - lr sum_k n_k g_k / n, and n_k g_k
+ * is the summed gradient of client k's samples; the weighting by n_k makes
+ * it hold for unequal shards too (tests/ddp.tests).
+ *
+ * Bytes of a round in the client-server protocol: the fp32 weights down to
+ * each of the m selected clients and up from each of the f that made the
+ * deadline, 4 P (m + f); DDP over m workers sends 2 (m - 1) x 4 P gradient
+ * bytes (summed over the workers, ring all-reduce) every step. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ops.h"
+#include "outfile.h"
+#include "perf.h"
+#include "runner.h"
+#include "train.h"
+
+#define FED_HEADER "round,clients,fraction,local_epochs,deadline,alpha,selected,dropped,train_loss,eval_loss," \
+                   "mb_per_round,ddp_mb_per_step"
+#define CLIENTS_HEADER "client,rank,samples,speed,seconds"
+#define EVAL_FIRST (1L << 40)   /* held-out samples: ids far from every client's */
+
+typedef struct {
+    int clients, per_client, classes, epochs, eval_batches, full_batch;
+    double fraction, deadline, alpha;
+    const char *fed_csv, *clients_csv;
+    long *ids;              /* (clients x per_client) sample ids, by client */
+    int *first, *count;     /* (clients) each client's shard in ids */
+    double *speed;          /* (clients) simulated speed factors */
+    int *order;             /* (clients) this round's selection: the first m */
+    int client, local_step; /* what the runner reads now */
+    runner_t run;
+} fedavg_t;
+
+/* The runner's data: micro-batch `micro` of the client's local step. */
+static void client_batch(train_t *tr, void *ctx, long step, int micro) {
+    (void)step;
+    fedavg_t *f = ctx;
+    const long *ids = f->ids + f->first[f->client] + (long)f->local_step * tr->o.batch + (long)micro * tr->mb;
+    data_batch_ids(&tr->data, ids, tr->mb, tr->tokens, tr->targets);
+}
+
+/* ClientUpdate: E epochs of local SGD steps on client k's shard, from the
+ * weights loaded; returns the summed loss of the tokens trained on. A local
+ * step is B = --batch samples (a shard's last n_k mod B are left out), or
+ * with --full-batch (B = infinity) the whole shard, one sample per runner
+ * step with the gradients summed in gsum. Each clips by its own norm. */
+static double client_update(train_t *tr, fedavg_t *f, int k, float lr, float *gsum) {
+    int B = f->full_batch ? f->count[k] : tr->o.batch, steps = B ? f->count[k] / B : 0;
+    float *g = tr->opt.pieces[0].grad;   /* (n) fp32: the whole model's gradients */
+    size_t bytes = tr->opt.n * sizeof(float);
+    tr->loss_scale = (float)(1.0 / ((double)B * tr->o.seq));   /* the mean over the local step */
+    f->client = k;
+    double loss = 0;
+    for (int s = 0; s < f->epochs * steps; s++) {
+        train_step_t st;
+        if (f->full_batch) {
+            dev_memset0(&tr->dev, gsum, bytes);
+            for (int j = 0; j < B; j++) {
+                f->local_step = j;
+                st = (train_step_t){0};
+                runner_step(tr, &f->run, s + 1, &st);
+                loss += st.loss;
+                op_add(&tr->dev, DT_F32, gsum, g, gsum, tr->opt.n);
+            }
+            dev_copy(&tr->dev, g, gsum, bytes);
+        } else {
+            f->local_step = s % steps;
+            st = (train_step_t){0};
+            runner_step(tr, &f->run, s + 1, &st);
+            loss += st.loss;
+        }
+        float scale = clip_factor(optim_grad_sumsq(&tr->opt), (float)tr->o.clip, NULL);
+        optim_step(&tr->opt, tr->dtype, lr, scale, s + 1);
+    }
+    return loss;
+}
+
+/* Mean loss per token of the weights in the model on the held-out mix:
+ * eval_batches micro-batches dealt round-robin over the ranks. */
+static double eval_loss(train_t *tr, fedavg_t *f) {
+    long *ids = xmalloc(sizeof(long) * (size_t)tr->mb);
+    double loss = 0;
+    for (int j = tr->dist.rank; j < f->eval_batches; j += tr->dist.world) {
+        for (int b = 0; b < tr->mb; b++) ids[b] = EVAL_FIRST + (long)j * tr->mb + b;
+        data_batch_ids(&tr->data, ids, tr->mb, tr->tokens, tr->targets);
+        model_set_batch(&tr->model, &tr->acts, tr->tokens, tr->targets);
+        loss += model_forward(&tr->model, &tr->acts);
+    }
+    free(ids);
+    dist_allreduce(&loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "evaluation loss");
+    return loss / ((double)f->eval_batches * tr->mb * tr->o.seq);
+}
+
+/* The first m of order: a partial Fisher-Yates shuffle from (seed, round). */
+static void select_clients(fedavg_t *f, int m, uint64_t seed, long round) {
+    uint64_t s = splitmix64(seed ^ 0xfeda9ull) + (uint64_t)round * 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < f->clients; k++) f->order[k] = k;
+    for (int k = 0; k < m; k++) {
+        int j = k + (int)((splitmix64(s + (uint64_t)k) >> 11) * 0x1.0p-53 * (f->clients - k));
+        int t = f->order[k];
+        f->order[k] = f->order[j];
+        f->order[j] = t;
+    }
+}
+
+int main(int argc, char **argv) {
+    fedavg_t f = {.clients = 8, .per_client = 24, .classes = 8, .epochs = 1, .eval_batches = 8,
+                  .fraction = 1, .alpha = 0.5};
+    arg_t flags[] = {
+        {"clients", ARG_INT, &f.clients, "K simulated clients, dealt over the ranks (client k on rank k mod N)", NULL, 1, 1e6},
+        {"client-samples", ARG_INT, &f.per_client, "n: samples per client on average (K n in all)", NULL, 1, 1e6},
+        {"alpha", ARG_DOUBLE, &f.alpha, "Dirichlet concentration of the non-IID split over the classes (0: IID, equal shards)", NULL, 0, 1e6},
+        {"classes", ARG_INT, &f.classes, "classes of samples (the word a sample starts in, mod this) for the split", NULL, 1, 1e6},
+        {"fraction", ARG_DOUBLE, &f.fraction, "C: fraction of the clients selected each round", NULL, 1e-9, 1},
+        {"local-epochs", ARG_INT, &f.epochs, "E: epochs over its shard each selected client trains", NULL, 1, 1e6},
+        {"full-batch", ARG_FLAG, &f.full_batch, "B = infinity: a local step is the client's whole shard (E 1: FedSGD)", NULL, 0, 0},
+        {"deadline", ARG_DOUBLE, &f.deadline, "D: simulated seconds a client has per round (E n_k / speed_k; 0: none)", NULL, 0, 1e12},
+        {"eval-batches", ARG_INT, &f.eval_batches, "micro-batches (--batch / --micro samples each) of the held-out mix for each round's evaluation loss", NULL, 1, 1e6},
+        {"clients-csv", ARG_STRING, &f.clients_csv, "write each client's rank, samples n_k, speed s_k and simulated seconds E n_k / s_k to this CSV", NULL, 0, 0},
+        {"fed-csv", ARG_STRING, &f.fed_csv, "append one row per round (selected, dropped, losses, bytes) to this CSV", NULL, 0, 0},
+    };
+    train_program_t prog = {
+        "03_ddp", "03_ddp/fedavg", "federated averaging",
+        "Federated averaging of the Llama-style model: simulated clients with\n"
+        "non-IID shards of the synthetic corpus, a fraction of them per round\n"
+        "(--steps rounds), local SGD epochs under a deadline that drops the\n"
+        "stragglers, and the server's average weighted by sample counts.\n"
+        "--batch is a client's local batch.", flags, ARRAY_LEN(flags)};
+    train_t tr;
+    train_defaults(&tr);
+    tr.o.optim = "sgd";
+    tr.o.lr = 0.3;
+    tr.o.batch = 8;
+    tr.o.steps = 20;
+    tr.o.warmup = 0;
+    tr.batch_per_rank = 1;
+    train_init(&tr, &argc, &argv, &prog);
+    if (strcmp(tr.o.optim, "sgd")) usage_error("fedavg's clients step with plain SGD (--optim sgd)");
+    if (tr.o.data) usage_error("fedavg splits the synthetic corpus by class: no --data");
+    if (tr.o.ckpt_dir) usage_error("fedavg takes no --ckpt-dir");
+    if (tr.o.c.csv) usage_error("fedavg writes its rows with --fed-csv, not --csv");
+    args_check_output(MPI_COMM_WORLD, "fed-csv", f.fed_csv, FED_HEADER);
+    args_check_output(MPI_COMM_WORLD, "clients-csv", f.clients_csv, NULL);
+    if (f.full_batch) {   /* one sample per runner step, summed */
+        if (tr.o.micro != 1) usage_error("--full-batch takes no --micro");
+        tr.o.batch = 1;
+    }
+    train_setup(&tr, 1, 1, 1);
+    train_model(&tr, MODEL_PARAMS_AND_GRADS);
+    runner_init(&f.run, NULL, &tr, (grad_strategy_t){0}, 0, 0);
+    train_optimizer(&tr, NULL, 0, 0);
+    tr.own_norm = 1;   /* each client clips by its own gradient's norm */
+
+    int K = f.clients, B = tr.o.batch, rank = tr.dist.rank, N = tr.dist.world;
+    f.ids = xmalloc(sizeof(long) * (size_t)K * f.per_client);
+    f.first = xmalloc(sizeof(int) * K);
+    f.count = xmalloc(sizeof(int) * K);
+    f.speed = xmalloc(sizeof(double) * K);
+    f.order = xmalloc(sizeof(int) * K);
+    data_client_split(&tr.data, K, f.per_client, f.classes, f.alpha, f.ids, f.first, f.count);
+    /* speeds 2^u, u uniform in [-2, 2): the slowest clients take 16 times as long as the fastest */
+    for (int k = 0; k < K; k++)
+        f.speed[k] = exp2(4.0 * (double)(splitmix64((uint64_t)tr.o.c.seed ^ 0x5beedull ^ (uint64_t)k << 20) >> 11) * 0x1.0p-53 - 2.0);
+    if (f.clients_csv && rank == 0) {
+        FILE *c = fopen(f.clients_csv, "w");   /* the table of this run: replaced, not appended */
+        if (!c) die("cannot write %s: %s", f.clients_csv, strerror(errno));
+        fprintf(c, "%s\n", CLIENTS_HEADER);
+        for (int k = 0; k < K; k++)
+            fprintf(c, "%d,%d,%d,%.17g,%.17g\n", k, k % N, f.count[k], f.speed[k], f.epochs * (double)f.count[k] / f.speed[k]);
+        out_close(c, f.clients_csv);
+    }
+    tr.batch_fn = client_batch;
+    tr.batch_ctx = &f;
+
+    int m = (int)lround(f.fraction * K);
+    if (m < 1) m = 1;
+    int minn = f.count[0], maxn = f.count[0];
+    for (int k = 1; k < K; k++) minn = f.count[k] < minn ? f.count[k] : minn, maxn = f.count[k] > maxn ? f.count[k] : maxn;
+    char bstr[16];
+    snprintf(bstr, sizeof bstr, "%d", B);
+    double P = (double)tr.opt.n, ddp_mb = 2.0 * (m - 1) * 4.0 * P / 1e6;
+    say("fedavg:  %d clients over %d rank%s, %s split (%d to %d samples each), %d selected per round (C %.3g), "
+        "E %d, local batch %s, deadline %s\n", K, N, N == 1 ? "" : "s", f.alpha > 0 ? "Dirichlet" : "IID equal",
+        minn, maxn, m, f.fraction, f.epochs, f.full_batch ? "the whole shard" : bstr, f.deadline > 0 ? "on" : "none");
+    if (f.deadline > 0) say("fedavg:  deadline %.6g simulated s; client time E n_k / speed_k\n", f.deadline);
+    say("fedavg:  bytes per round 4 x %.0f x (selected + finished) <= %.7g MB; DDP over %d workers: 2 x (%d - 1) x 4 x "
+        "%.0f = %.7g MB per step\n", P, 4.0 * P * 2 * m / 1e6, m, m, P, ddp_mb);
+
+    size_t bytes = tr.opt.n * sizeof(float);
+    float *w = dev_alloc_as(&tr.dev, bytes, MEM_OPTIM), *sum = dev_alloc_as(&tr.dev, bytes, MEM_OPTIM);
+    float *gsum = f.full_batch ? dev_alloc_as(&tr.dev, bytes, MEM_GRADS) : NULL;
+    dev_copy(&tr.dev, w, tr.opt.master, bytes);
+    tr.run_steps = xmalloc(sizeof(long) * (size_t)(tr.o.steps + 1));
+    tr.run_losses = xmalloc(sizeof(double) * (size_t)(tr.o.steps + 1));
+    tr.run_norms = xmalloc(sizeof(double) * (size_t)(tr.o.steps + 1));
+    FILE *csv = f.fed_csv && rank == 0 ? csv_open(f.fed_csv, FED_HEADER) : NULL;
+    say("\nround     0 | eval loss %.4f\n", eval_loss(&tr, &f));
+    long dropped_all = 0, selected_all = 0;
+    for (long r = 1; r <= tr.o.steps; r++) {
+        select_clients(&f, m, (uint64_t)tr.o.c.seed, r);
+        float lr = lr_at((int)r, tr.o.warmup, tr.o.steps, (float)tr.o.lr, (float)(tr.o.lr / 10));
+        dev_memset0(&tr.dev, sum, bytes);
+        double tot[4] = {0};   /* sum of n_k, dropped, training loss, its tokens */
+        for (int i = 0; i < m; i++) {
+            int k = f.order[i];
+            if (k % N != rank) continue;
+            if (f.deadline > 0 && f.epochs * (double)f.count[k] / f.speed[k] > f.deadline) {
+                tot[1]++;
+                continue;
+            }
+            optim_load(&tr.opt, tr.dtype, w);
+            tot[2] += client_update(&tr, &f, k, lr, gsum);
+            tot[3] += (double)f.epochs * (f.full_batch ? f.count[k] : f.count[k] / B * B) * tr.o.seq;
+            op_scale(&tr.dev, DT_F32, tr.opt.master, (float)f.count[k], tr.opt.n);   /* n_k w_k */
+            op_add(&tr.dev, DT_F32, sum, tr.opt.master, sum, tr.opt.n);
+            tot[0] += f.count[k];
+        }
+        comm_allreduce(&tr.grad, sum, sum, tr.opt.n, DT_F32, RED_SUM);
+        dist_allreduce(tot, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "round totals");
+        if (tot[0] > 0) {
+            op_scale(&tr.dev, DT_F32, sum, (float)(1.0 / tot[0]), tr.opt.n);
+            dev_copy(&tr.dev, w, sum, bytes);
+        }
+        optim_load(&tr.opt, tr.dtype, w);
+        double ev = eval_loss(&tr, &f), train = tot[3] > 0 ? tot[2] / tot[3] : NAN;
+        int dropped = (int)tot[1];
+        double mb = 4.0 * P * (2 * m - dropped) / 1e6;
+        selected_all += m;
+        dropped_all += dropped;
+        say("round %5ld/%d | selected %d | dropped %d | train loss %.4f | eval loss %.4f | lr %.2e | %.4f MB\n",
+            r, tr.o.steps, m, dropped, train, ev, lr, mb);
+        if (csv) {
+            fprintf(csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f\n", r, K, f.fraction, f.epochs,
+                    f.deadline, f.alpha, m, dropped, train, ev, mb, ddp_mb);
+            out_flush(csv, f.fed_csv);
+        }
+        tr.run_steps[tr.nrun] = r;
+        tr.run_losses[tr.nrun] = train;
+        tr.run_norms[tr.nrun++] = 0;
+    }
+    say("fedavg:  %ld of %ld selected clients dropped (%.1f%%)\n", dropped_all, selected_all,
+        100.0 * (double)dropped_all / (double)selected_all);
+    if (csv) out_close(csv, f.fed_csv);
+    dev_free(&tr.dev, w);
+    dev_free(&tr.dev, sum);
+    dev_free(&tr.dev, gsum);
+    free(f.ids);
+    free(f.first);
+    free(f.count);
+    free(f.speed);
+    free(f.order);
+    runner_free(&f.run);
+    train_finish(&tr);
+    return 0;
+}
