@@ -17,6 +17,7 @@
  * rank 0 and are broadcast; every rank checks their checksum before step 1
  * and again at the end. */
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "grad_sync.h"
@@ -32,14 +33,20 @@
 typedef struct {
     int no_overlap;
     const char *bench_csv;
+    const char *compress, *error_feedback;   /* --compress SPEC: grad_compress_t instead of buckets */
     grad_sync_t gs;
+    grad_compress_t gc;
     runner_t run;
 } ddp_t;
 
 int main(int argc, char **argv) {
-    ddp_t ddp = {0};
+    ddp_t ddp = {.error_feedback = "on"};
     arg_t flags[] = {
         {"no-overlap", ARG_FLAG, &ddp.no_overlap, "all-reduce the buckets after backward instead of during it", NULL, 0, 0},
+        {"compress", ARG_STRING, &ddp.compress, "compress the gradients at the step's end: none|int8|sign|topk:F|powersgd:R "
+         "(common/compress.h; none: the same exchange uncompressed)", NULL, 0, 0},
+        {"error-feedback", ARG_CHOICE, &ddp.error_feedback, "with --compress: keep what compression dropped and send it "
+         "next step", "on|off", 0, 0},
         {"bench-csv", ARG_STRING, &ddp.bench_csv, "append one summary row (bucket size, overlap, mean times, tokens/s) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -56,14 +63,30 @@ int main(int argc, char **argv) {
      * of MB of gradients; here it would make one bucket, sent after backward. */
     tr.o.bucket_mb = 1;
     train_init(&tr, &argc, &argv, &prog);
+    compress_spec_t spec;
+    if (ddp.compress && compress_parse(ddp.compress, &spec))
+        usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", ddp.compress);
     args_check_output(MPI_COMM_WORLD, "bench-csv", ddp.bench_csv, BENCH_HEADER);
     train_setup(&tr, 1, 1, 1);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    say("ddp:     %s gradients in buckets of %.4g MiB, %s; %.2f MB of gradients per step\n",
-        dtype_name(tr.dtype), tr.o.bucket_mb,
-        ddp.no_overlap ? "all-reduced after backward (--no-overlap)" : "all-reduced during backward",
-        tr.model.size * dtype_size(tr.dtype) / 1e6);
-    runner_init(&ddp.run, NULL, &tr, train_ddp(&tr, &ddp.gs, !ddp.no_overlap), 0, 0);
+    if (!ddp.compress)
+        say("ddp:     %s gradients in buckets of %.4g MiB, %s; %.2f MB of gradients per step\n",
+            dtype_name(tr.dtype), tr.o.bucket_mb,
+            ddp.no_overlap ? "all-reduced after backward (--no-overlap)" : "all-reduced during backward",
+            tr.model.size * dtype_size(tr.dtype) / 1e6);
+    grad_strategy_t strategy;
+    if (ddp.compress) {
+        char name[32];
+        grad_compress_init(&ddp.gc, &tr.grad, &tr.model, &spec, strcmp(ddp.error_feedback, "on") == 0);
+        strategy = grad_compress_strategy(&ddp.gc);
+        say("compress: %s, error feedback %s, after backward: %.0f B per rank per step (formula: %s; "
+            "uncompressed ring %.0f B)\n", compress_name(&spec, name), ddp.error_feedback,
+            compress_sent_bytes(&spec, tr.model.size, tr.dp), compress_formula(&spec),
+            compress_sent_bytes(&(compress_spec_t){0}, tr.model.size, tr.dp));
+    } else {
+        strategy = train_ddp(&tr, &ddp.gs, !ddp.no_overlap);
+    }
+    runner_init(&ddp.run, NULL, &tr, strategy, 0, 0);
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, runner_step, &ddp.run);
 
@@ -74,10 +97,12 @@ int main(int argc, char **argv) {
                        tr.model.size * dtype_size(tr.dtype) / 1e6, ms, ms - ex, ex, tr.global_tokens,
                        tr.global_tokens / (ms / 1e3), tr.dev.threads);
     }
-    say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
-        tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");
+    if (!ddp.compress)
+        say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
+            tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");
     runner_free(&ddp.run);
-    grad_sync_free(&ddp.gs);
+    if (ddp.compress) grad_compress_free(&ddp.gc);
+    else grad_sync_free(&ddp.gs);
     train_finish(&tr);
     return 0;
 }

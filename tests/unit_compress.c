@@ -206,7 +206,7 @@ TEST(compressed_allreduce_is_the_rank_order_sum_of_decoded_pieces) {
         compress_allreduce(&z, &cm, x);
         EXPECT_NEAR(comm_sent_bytes(&cm) - before, compress_sent_bytes(&s, n, cm.size), 1e-12);
         for (size_t i = 0; i < n; i++)
-            if (x[i] != want[i]) { UNIT_FAIL("%s: element %zu is %g, the decoded pieces sum to %g", specs[t], i, x[i], want[i]); break; }
+            if (x[i] != want[i]) { UNIT_FAIL("%s: element %zu is %.9g, the decoded pieces sum to %.9g", specs[t], i, x[i], want[i]); break; }
         for (size_t i = 0; i < n; i++)
             if (z.residual[i] != 0) { UNIT_FAIL("%s: residual %g at %zu with error feedback off", specs[t], z.residual[i], i); break; }
         compressor_free(&z);
