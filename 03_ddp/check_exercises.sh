@@ -47,14 +47,14 @@ program='BEGIN {
     want("ex6_one_bucket_ms", (14 * a + 1.75 * 4 * P / bw) * 1e3, 0.01, "2(N-1) alpha + 2(N-1)/N X / bw")
     want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
          "only the last bucket (the embedding) is left after backward")
-    # 8. compressed gradients of the default model on 4 ranks (common/compress.h), MB (1e6) per rank per step
-    want("ex8_int8_sent_mb_4_ranks", 3 * (P + 4 * int((P + 255) / 256)) / 1e6, 0.002,
+    # Compressed gradients (README, "Compressed gradients"): the default model on 4 ranks (common/compress.h), MB (1e6) per rank per step
+    want("excomp_int8_sent_mb_4_ranks", 3 * (P + 4 * int((P + 255) / 256)) / 1e6, 0.002,
          "all-gather: (N-1) x (n + 4 ceil(n/256))")
     c = int(sqrt(P)); if (c * c < P) c++
     m = int((P + c - 1) / c)
-    want("ex8_powersgd4_sent_mb_4_ranks", 1.5 * 4 * 4 * (m + c) / 1e6, 0.002,
+    want("excomp_powersgd4_sent_mb_4_ranks", 1.5 * 4 * 4 * (m + c) / 1e6, 0.002,
          "two all-reduces of the factors: 2(N-1)/N x 4 R (m + c), c = ceil(sqrt n), m = ceil(n/c)")
-    want("ex8_topk_break_even_fraction_4_ranks", 1 / 4, 0.002, "(N-1) 8 F n = 2(N-1)/N 4 n: F = 1/N")
+    want("excomp_topk_break_even_fraction_4_ranks", 1 / 4, 0.002, "(N-1) 8 F n = 2(N-1)/N 4 n: F = 1/N")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))

@@ -6,3 +6,5 @@ step mpirun -np 2 ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step bash 03_ddp/sweep_scaling.sh plots/data/ddp_scaling.csv --device cpu
 step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
+# Compressed gradients on a slow simulated link, a short version (15 steps).
+step env STEPS=15 bash 03_ddp/sweep_compress.sh plots/data/ddp_compress.csv --device cpu
