@@ -27,6 +27,11 @@ program='BEGIN {
     # 5. 100 MB of gradients on 8 ranks, 10 GB/s links, latency left out: parameter server and ring (ms)
     want("ex5_ps_ms", 2 * 7 * 1e8 / 1e10 * 1e3, 0.005, "the root moves 2(N-1) X")
     want("ex5_ring_ms", 2 * 7 / 8 * 1e8 / 1e10 * 1e3, 0.005, "each rank moves 2(N-1)/N X")
+    # 13. 25M fp32 gradients on 8 ranks: MB a rank sends, uncompressed ring and int8 all-gather
+    # (a 4-byte scale per 256 values); the most ranks at which the int8 all-gather still sends less
+    want("ex13_ring_mb", 2 * 7 / 8 * 4 * 25e6 / 1e6, 0.005, "2(N-1)/N x 4n")
+    want("ex13_int8_allgather_mb", 7 * (25e6 + 4 * 97657) / 1e6, 0.005, "(N-1) x (n + 4 ceil(n/256))")
+    want("ex13_int8_break_even_ranks", 7, 0, "(N-1)(1 + 4/256) n < 2(N-1)/N 4n: N < 8 / (1 + 1/64)")
 }
 END {
     # 6. your machine: the ring all-reduce of 16 MiB on 4 ranks predicted from your alpha and beta

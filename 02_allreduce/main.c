@@ -29,6 +29,7 @@
 #include "bench.h"
 #include "check.h"
 #include "comm.h"
+#include "compressed.h"
 #include "device.h"
 #include "dist.h"
 #include "perf.h"
@@ -205,6 +206,7 @@ typedef struct {
     double stepfactor, timeout;
     int iters, warmup, repeat, root, check, corrupt;
     const char *op_s, *algo_s;
+    const char *compress;   /* --compress: the specs, or NULL */
     dtype_t dt;
 } options_t;
 
@@ -241,6 +243,8 @@ static void parse_options(int argc, char **argv, int world, options_t *o) {
         {"no-check", ARG_FLAG, &check_off, "skip the check (nccl-tests -c 0)", NULL, 0, 0},
         {"corrupt", ARG_FLAG, &o->corrupt,
          "change one result element per size before the check, to see it fail", NULL, 0, 0},
+        {"compress", ARG_STRING, &o->compress, "instead of --op: the compressed all-reduce of fp32 "
+         "gradients, comma-separated none|int8|sign|topk:F|powersgd:R, or all (" COMPRESS_ALL ")", NULL, 0, 0},
         COMMON_ARGS(o->ca),
     };
     args_parse(argc, argv, "02_allreduce/allreduce",
@@ -254,7 +258,17 @@ static void parse_options(int argc, char **argv, int world, options_t *o) {
     if (o->minbytes > o->maxbytes)
         usage_error("--minbytes (%zu) must not exceed --maxbytes (%zu)", o->minbytes, o->maxbytes);
     if (o->root >= world) usage_error("--root %d is not a rank (world %d)", o->root, world);
-    args_check_output(MPI_COMM_WORLD, "csv", o->ca.csv, CSV_HEADER);   /* before any work */
+    if (o->compress) {
+        if (strcmp(o->compress, "all") == 0) o->compress = COMPRESS_ALL;
+        if (strcmp(dtype_s, "fp32")) usage_error("--compress compresses fp32 gradients: drop --dtype %s", dtype_s);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", o->compress);
+        compress_spec_t spec;
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (compress_parse(t, &spec))
+                usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", t);
+    }
+    args_check_output(MPI_COMM_WORLD, "csv", o->ca.csv, o->compress ? COMPRESSED_CSV_HEADER : CSV_HEADER);
     o->dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
     o->check = !check_off;
 }
@@ -446,8 +460,24 @@ int main(int argc, char **argv) {
     comm_init(&cm, MPI_COMM_WORLD, o.ca.comm, &dev);
     harness_t h;
     harness_init(&h, &dev, &cm, &o);
-    FILE *csv = o.ca.csv && d.rank == 0 ? csv_open(o.ca.csv, CSV_HEADER) : NULL;
     print_header(&d, &dev, comm_backend_name(cm.backend), &o);
+    if (o.compress) {   /* host memory over MPI, like the hand-written algorithms */
+        if (cm.backend != COMM_MPI) usage_error("--compress works on host memory: add --comm mpi");
+        FILE *csv = o.ca.csv && d.rank == 0 ? csv_open(o.ca.csv, COMPRESSED_CSV_HEADER) : NULL;
+        int nsizes;
+        o.dt = DT_F32;
+        size_t *counts = sweep_totals(&o, &nsizes);
+        int bad = compressed_sweep(&cm, o.compress, counts, nsizes, o.iters, csv, o.ca.csv);
+        if (csv) out_close(csv, o.ca.csv);
+        free(counts);
+        harness_free(&h);
+        comm_destroy(&cm);
+        device_finalize(&dev);
+        if (bad && d.rank == 0) fprintf(stderr, "error: %d rows sent other bytes than their formula\n", bad);
+        dist_finalize();
+        return bad > 0;
+    }
+    FILE *csv = o.ca.csv && d.rank == 0 ? csv_open(o.ca.csv, CSV_HEADER) : NULL;
     measure_link(&h, d.rank);
 
     long long total_wrong = run_all(&h, &o, &d, &cm, csv);

@@ -67,6 +67,14 @@ program='BEGIN {
     # 21. federated averaging (README, "Federated averaging"): K 100, C 0.1, 3 of the 10 selected dropped
     want("ex21_fedavg_round_mb", 4 * P * (10 + 7) / 1e6, 0.002, "4 P (selected + finished): down to 10, up from 7")
     want("ex21_ddp_step_mb_10_workers", 2 * 9 * 4 * P / 1e6, 0.002, "2 (m - 1) x 4 P, summed over m = 10 workers")
+    # Compressed gradients (README, "Compressed gradients"): the default model on 4 ranks (common/compress.h), MB (1e6) per rank per step
+    want("excomp_int8_sent_mb_4_ranks", 3 * (P + 4 * int((P + 255) / 256)) / 1e6, 0.002,
+         "all-gather: (N-1) x (n + 4 ceil(n/256))")
+    c = int(sqrt(P)); if (c * c < P) c++
+    m = int((P + c - 1) / c)
+    want("excomp_powersgd4_sent_mb_4_ranks", 1.5 * 4 * 4 * (m + c) / 1e6, 0.002,
+         "two all-reduces of the factors: 2(N-1)/N x 4 R (m + c), c = ceil(sqrt n), m = ceil(n/c)")
+    want("excomp_topk_break_even_fraction_4_ranks", 1 / 4, 0.002, "(N-1) 8 F n = 2(N-1)/N 4 n: F = 1/N")
 }
 END {
     # 7. your machine: scaling efficiency from your sweep, tok/s(N) / (N x tok/s(1))

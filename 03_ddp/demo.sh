@@ -18,3 +18,5 @@ step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
 # Federated averaging: C 0.1, 0.5, 1 at E 1, E 4, and E 4 under two
 # deadlines, 32 clients, 8 rounds (the README's chart: 30).
 step env ROUNDS=8 bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu
+# Compressed gradients on a slow simulated link, a short version (15 steps).
+step env STEPS=15 bash 03_ddp/sweep_compress.sh plots/data/ddp_compress.csv --device cpu

@@ -22,6 +22,7 @@
  * own gradient, and the weights are averaged every H steps (--outer-lr:
  * through DiLoCo's outer optimizer). */
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "grad_sync.h"
@@ -39,18 +40,24 @@ typedef struct {
     int no_overlap, local_steps;
     double outer_lr, outer_momentum;
     const char *bench_csv;
+    const char *compress, *error_feedback;   /* --compress SPEC: grad_compress_t instead of buckets */
     grad_sync_t gs;
+    grad_compress_t gc;
     local_sgd_t lsgd;
     runner_t run;
 } ddp_t;
 
 int main(int argc, char **argv) {
-    ddp_t ddp = {.outer_momentum = 0.9};
+    ddp_t ddp = {.outer_momentum = 0.9, .error_feedback = "on"};
     arg_t flags[] = {
         {"no-overlap", ARG_FLAG, &ddp.no_overlap, "all-reduce the buckets after backward instead of during it", NULL, 0, 0},
         {"local-steps", ARG_INT, &ddp.local_steps, "local SGD: each rank steps alone H steps, then the weights are averaged (0: DDP)", NULL, 0, 1e9},
         {"outer-lr", ARG_DOUBLE, &ddp.outer_lr, "local SGD: DiLoCo's outer Nesterov step on the averaged move, this lr (0: plain averaging; the paper: 0.7)", NULL, 0, 10},
         {"outer-momentum", ARG_DOUBLE, &ddp.outer_momentum, "local SGD: the outer step's Nesterov momentum (with --outer-lr)", NULL, 0, 0.999999},
+        {"compress", ARG_STRING, &ddp.compress, "compress the gradients at the step's end: none|int8|sign|topk:F|powersgd:R "
+         "(common/compress.h; none: the same exchange uncompressed)", NULL, 0, 0},
+        {"error-feedback", ARG_CHOICE, &ddp.error_feedback, "with --compress: keep what compression dropped and send it "
+         "next step", "on|off", 0, 0},
         {"bench-csv", ARG_STRING, &ddp.bench_csv, "append one summary row (bucket size, overlap, mean times, tokens/s) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -67,19 +74,33 @@ int main(int argc, char **argv) {
      * of MB of gradients; here it would make one bucket, sent after backward. */
     tr.o.bucket_mb = 1;
     train_init(&tr, &argc, &argv, &prog);
+    compress_spec_t spec;
+    if (ddp.compress && compress_parse(ddp.compress, &spec))
+        usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", ddp.compress);
     args_check_output(MPI_COMM_WORLD, "bench-csv", ddp.bench_csv, BENCH_HEADER);
     if (ddp.outer_lr > 0 && !ddp.local_steps) usage_error("--outer-lr needs --local-steps");
+    if (ddp.compress && ddp.local_steps) usage_error("--compress and --local-steps are two ways to send less: use one");
     /* the ranks' optimizer states differ: a checkpoint of one rank's would not resume the run */
     if (ddp.local_steps && tr.o.ckpt_dir) usage_error("--local-steps takes no --ckpt-dir (each rank has its own optimizer state)");
     if (ddp.local_steps && ddp.bench_csv) usage_error("--local-steps takes no --bench-csv (its row describes buckets)");
     train_setup(&tr, 1, 1, 1);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
     grad_strategy_t strategy = {0};   /* local SGD: no gradient synchronisation */
-    if (!ddp.local_steps) {
+    if (!ddp.compress && !ddp.local_steps) {
         say("ddp:     %s gradients in buckets of %.4g MiB, %s; %.2f MB of gradients per step\n",
             dtype_name(tr.dtype), tr.o.bucket_mb,
             ddp.no_overlap ? "all-reduced after backward (--no-overlap)" : "all-reduced during backward",
             tr.model.size * dtype_size(tr.dtype) / 1e6);
+    }
+    if (ddp.compress) {
+        char name[32];
+        grad_compress_init(&ddp.gc, &tr.grad, &tr.model, &spec, strcmp(ddp.error_feedback, "on") == 0);
+        strategy = grad_compress_strategy(&ddp.gc);
+        say("compress: %s, error feedback %s, after backward: %.0f B per rank per step (formula: %s; "
+            "uncompressed ring %.0f B)\n", compress_name(&spec, name), ddp.error_feedback,
+            compress_sent_bytes(&spec, tr.model.size, tr.dp), compress_formula(&spec),
+            compress_sent_bytes(&(compress_spec_t){0}, tr.model.size, tr.dp));
+    } else if (!ddp.local_steps) {
         strategy = train_ddp(&tr, &ddp.gs, !ddp.no_overlap);
     }
     runner_init(&ddp.run, NULL, &tr, strategy, 0, 0);
@@ -103,11 +124,12 @@ int main(int argc, char **argv) {
     if (ddp.local_steps)
         say("local:   %d weight average%s; %.7g MB sent per rank per step (measured)\n", ddp.lsgd.averages,
             ddp.lsgd.averages == 1 ? "" : "s", comm_sent_bytes(&tr.grad) / tr.o.steps / 1e6);
-    else
+    else if (!ddp.compress)
         say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",
             tr.grad.size == 1 ? " (one rank: nothing to all-reduce)" : "");
     runner_free(&ddp.run);
-    grad_sync_free(&ddp.gs);
+    if (ddp.compress) grad_compress_free(&ddp.gc);
+    else grad_sync_free(&ddp.gs);
     local_sgd_free(&ddp.lsgd, &tr);
     train_finish(&tr);
     return 0;

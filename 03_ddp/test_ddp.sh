@@ -311,6 +311,11 @@ emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/
     grep '^device\|^weights.*after' "$dir/gpu.log"
     $CMP "$dir/gpu.bin" "$dir/cpu.bin" --tol "$tol" --wtol "$wtol" ${CMP_FLAGS:-}
     ;;
+compress-bytes)  # NP SPEC [FLAGS...]: --compress SPEC's bytes per step against the formula
+    np=$2; spec=$3; shift 3
+    run "$np" "$dir/c.log" "${TINY[@]}" --steps 3 --compress "$spec" "$@" --csv "$dir/c.csv"
+    python3 03_ddp/check_compress.py "$dir/c.log" "$dir/c.csv"
+    ;;
 *)
     echo "unknown case $1"; exit 2 ;;
 esac

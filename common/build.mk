@@ -31,3 +31,8 @@ build/tests/unit_data: $(call objects,tests/unit_data.c)
 # Checkpoint files and sets: round trip, every refusal, a crash in mid-save.
 TEST_PROGRAMS += build/tests/unit_ckpt
 build/tests/unit_ckpt: $(call objects,tests/unit_ckpt.c)
+
+# The gradient compressors: round trips, bytes, error feedback, the
+# compressed all-reduce on real ranks.
+TEST_PROGRAMS += build/tests/unit_compress
+build/tests/unit_compress: $(call objects,tests/unit_compress.c)

@@ -310,3 +310,34 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g) {
     return (grad_strategy_t){.ctx = g, .backward_begin = ddp_backward_begin, .step_end = ddp_step_end,
                              .exposed = ddp_exposed};
 }
+
+/* ---- DDP with compressed gradients --------------------------------------------------- */
+void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const compress_spec_t *spec, int ef) {
+    memset(c, 0, sizeof *c);
+    if (comm->backend != COMM_MPI) usage_error("--compress works on host memory: add --comm mpi");
+    c->comm = comm;
+    c->model = m;
+    compressor_init(&c->z, spec, ef, m->size, comm->size);
+    if (comm->dev->kind != DEV_CPU) c->host = xmalloc(sizeof(float) * m->size);
+}
+
+void grad_compress_free(grad_compress_t *c) {
+    compressor_free(&c->z);
+    free(c->host);
+    memset(c, 0, sizeof *c);
+}
+
+static void compress_step_end(void *ctx) {
+    grad_compress_t *c = ctx;
+    double t0 = now_s();
+    float *g = c->host ? c->host : c->model->grads;
+    if (c->host) dev_to_host(c->comm->dev, g, c->model->grads, sizeof(float) * c->model->size);
+    compress_allreduce(&c->z, c->comm, g);
+    if (c->host) dev_from_host(c->comm->dev, c->model->grads, g, sizeof(float) * c->model->size);
+    c->exposed_total += now_s() - t0;
+}
+static double compress_exposed(void *ctx) { return ((grad_compress_t *)ctx)->exposed_total; }
+
+grad_strategy_t grad_compress_strategy(grad_compress_t *c) {
+    return (grad_strategy_t){.ctx = c, .step_end = compress_step_end, .exposed = compress_exposed};
+}

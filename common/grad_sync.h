@@ -58,6 +58,7 @@
 #include <stddef.h>
 
 #include "comm.h"
+#include "compress.h"
 #include "model.h"
 #include "optim.h"
 
@@ -165,6 +166,23 @@ typedef struct {
 /* DDP (all-reduce mode): no_sync until a chunk's last backward, whose ready
  * buckets go out during it; the rest at the step's end. */
 grad_strategy_t grad_sync_strategy(grad_sync_t *g);
+
+/* DDP with compressed gradients (compress.h): backward only accumulates;
+ * at the step's end the whole flat gradient is compressed (with error
+ * feedback when ef), all-reduced at once and written back (on a GPU through
+ * host memory; the communicator must be MPI's). No buckets, no overlap: the
+ * whole synchronisation is exposed. */
+typedef struct {
+    compressor_t z;
+    comm_t *comm;
+    model_t *model;
+    float *host;            /* (model->size) the gradient on the host (GPU runs) */
+    double exposed_total;   /* seconds since init */
+} grad_compress_t;
+
+void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const compress_spec_t *spec, int ef);
+void grad_compress_free(grad_compress_t *c);
+grad_strategy_t grad_compress_strategy(grad_compress_t *c);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,267 @@
+/* compress.c: the compressors and the compressed all-reduce (compress.h). */
+#include "compress.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+int compress_parse(const char *s, compress_spec_t *spec) {
+    memset(spec, 0, sizeof *spec);
+    char *end;
+    if (strcmp(s, "none") == 0) spec->kind = COMPRESS_NONE;
+    else if (strcmp(s, "int8") == 0) spec->kind = COMPRESS_INT8;
+    else if (strcmp(s, "sign") == 0) spec->kind = COMPRESS_SIGN;
+    else if (strncmp(s, "topk:", 5) == 0) {
+        spec->kind = COMPRESS_TOPK;
+        spec->frac = strtod(s + 5, &end);
+        if (end == s + 5 || *end || !(spec->frac > 0 && spec->frac <= 1)) return -1;
+    } else if (strncmp(s, "powersgd:", 9) == 0) {
+        spec->kind = COMPRESS_POWERSGD;
+        long r = strtol(s + 9, &end, 10);
+        if (end == s + 9 || *end || r < 1 || r > 1024) return -1;
+        spec->rank = (int)r;
+    } else return -1;
+    return 0;
+}
+
+const char *compress_name(const compress_spec_t *spec, char *buf) {
+    static const char *names[] = {"none", "int8", "sign", "topk", "powersgd"};
+    if (spec->kind == COMPRESS_TOPK) snprintf(buf, 32, "topk:%g", spec->frac);
+    else if (spec->kind == COMPRESS_POWERSGD) snprintf(buf, 32, "powersgd:%d", spec->rank);
+    else snprintf(buf, 32, "%s", names[spec->kind]);
+    return buf;
+}
+
+static size_t blocks(size_t n) { return (n + COMPRESS_BLOCK - 1) / COMPRESS_BLOCK; }
+static size_t topk_k(const compress_spec_t *spec, size_t n) {
+    size_t k = (size_t)ceil(spec->frac * (double)n - 1e-9);
+    return k < 1 ? 1 : k > n ? n : k;
+}
+
+void compress_matrix(size_t n, size_t *m, size_t *c) {
+    *c = (size_t)ceil(sqrt((double)n));
+    if (*c < 1) *c = 1;
+    *m = (n + *c - 1) / *c;
+}
+
+size_t compress_piece_bytes(const compress_spec_t *spec, size_t n) {
+    size_t b = 0, m, c;
+    switch (spec->kind) {
+    case COMPRESS_NONE: b = 4 * n; break;
+    case COMPRESS_INT8: b = n + 4 * blocks(n); break;
+    case COMPRESS_SIGN: b = (n + 7) / 8 + 4 * blocks(n); break;
+    case COMPRESS_TOPK: b = 8 * topk_k(spec, n); break;
+    case COMPRESS_POWERSGD: compress_matrix(n, &m, &c); b = 4 * (size_t)spec->rank * (m + c); break;
+    }
+    return (b + 3) / 4 * 4;
+}
+
+double compress_sent_bytes(const compress_spec_t *spec, size_t n, int N) {
+    double piece = (double)compress_piece_bytes(spec, n);
+    if (spec->kind == COMPRESS_NONE || spec->kind == COMPRESS_POWERSGD) return 2.0 * (N - 1) / N * piece;
+    return (N - 1) * piece;
+}
+
+const char *compress_formula(const compress_spec_t *spec) {
+    switch (spec->kind) {
+    case COMPRESS_INT8: return "(N-1) (n + 4 ceil(n/256))";
+    case COMPRESS_SIGN: return "(N-1) (ceil(n/8) + 4 ceil(n/256))";
+    case COMPRESS_TOPK: return "(N-1) 8 ceil(F n)";
+    case COMPRESS_POWERSGD: return "2 (N-1)/N 4 R (m + c), m x c ~ n, c = ceil(sqrt n)";
+    default: return "2 (N-1)/N 4 n";
+    }
+}
+
+/* ---- int8, sign, top-k ---------------------------------------------------------- */
+
+/* Quickselect: the k-th largest of v[0..n) (1 <= k <= n), reordering v. */
+static float kth_largest(float *v, size_t n, size_t k) {
+    size_t lo = 0, hi = n, want = k - 1;
+    while (hi - lo > 1) {
+        float p = v[lo + (hi - lo) / 2], t;
+        size_t lt = lo, i = lo, gt = hi;   /* [lo, lt) > p, [lt, gt) == p, [gt, hi) < p */
+        while (i < gt) {
+            if (v[i] > p) { t = v[lt]; v[lt++] = v[i]; v[i++] = t; }
+            else if (v[i] < p) { t = v[--gt]; v[gt] = v[i]; v[i] = t; }
+            else i++;
+        }
+        if (want < lt) hi = lt;
+        else if (want >= gt) lo = gt;
+        else return p;
+    }
+    return v[lo];
+}
+
+void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out) {
+    size_t nb = blocks(n);
+    memset(out, 0, compress_piece_bytes(spec, n));
+    if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN) {
+        float *scale = out;                          /* (nb) */
+        uint8_t *codes = (uint8_t *)(scale + nb);    /* int8: (n); sign: (ceil(n / 8)) bits */
+        for (size_t b = 0; b < nb; b++) {
+            size_t lo = b * COMPRESS_BLOCK, hi = lo + COMPRESS_BLOCK < n ? lo + COMPRESS_BLOCK : n;
+            double big = 0, l1 = 0;
+            for (size_t i = lo; i < hi; i++) {
+                double a = fabs(x[i]);
+                l1 += a;
+                if (a > big) big = a;
+            }
+            if (spec->kind == COMPRESS_INT8) {
+                float s = (float)(big / 127.0);
+                scale[b] = s;
+                for (size_t i = lo; i < hi; i++) {
+                    long q = s > 0 ? lrintf(x[i] / s) : 0;
+                    codes[i] = (uint8_t)(int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+                }
+            } else {
+                scale[b] = (float)(l1 / (double)(hi - lo));   /* mean |x|: keeps the block's L1 norm */
+                for (size_t i = lo; i < hi; i++)
+                    if (x[i] >= 0) codes[i / 8] |= (uint8_t)(1u << (i % 8));
+            }
+        }
+    } else if (spec->kind == COMPRESS_TOPK) {
+        size_t k = topk_k(spec, n);
+        float *val = out;
+        uint32_t *idx = (uint32_t *)(val + k);
+        float *mag = xmalloc(sizeof(float) * n);
+        for (size_t i = 0; i < n; i++) mag[i] = fabsf(x[i]);
+        float thr = kth_largest(mag, n, k);
+        free(mag);
+        size_t above = 0, j = 0;
+        for (size_t i = 0; i < n; i++) above += fabsf(x[i]) > thr;
+        size_t ties = k - above;   /* values equal to the threshold: the first ones */
+        for (size_t i = 0; i < n && j < k; i++) {
+            float a = fabsf(x[i]);
+            if (a > thr || (a == thr && ties > 0)) {
+                if (a == thr) ties--;
+                val[j] = x[i];
+                idx[j++] = (uint32_t)i;
+            }
+        }
+    } else {
+        die("compress_encode: %d has no piece to encode", (int)spec->kind);
+    }
+}
+
+void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc) {
+    size_t nb = blocks(n);
+    if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN) {
+        const float *scale = in;
+        const uint8_t *codes = (const uint8_t *)(scale + nb);
+        for (size_t i = 0; i < n; i++) {
+            float s = scale[i / COMPRESS_BLOCK];
+            float d = spec->kind == COMPRESS_INT8 ? s * (float)(int8_t)codes[i]
+                                                  : (codes[i / 8] >> (i % 8) & 1u) ? s : -s;
+            acc[i] += alpha * d;
+        }
+    } else if (spec->kind == COMPRESS_TOPK) {
+        size_t k = topk_k(spec, n);
+        const float *val = in;
+        const uint32_t *idx = (const uint32_t *)(val + k);
+        for (size_t j = 0; j < k; j++) acc[idx[j]] += alpha * val[j];
+    } else {
+        die("compress_decode_add: %d has no piece to decode", (int)spec->kind);
+    }
+}
+
+/* ---- the compressed all-reduce ----------------------------------------------------- */
+
+void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, int world) {
+    memset(z, 0, sizeof *z);
+    z->spec = *spec;
+    z->ef = ef;
+    z->n = n;
+    z->residual = xcalloc(n, sizeof(float));
+    z->e = xcalloc(n, sizeof(float));
+    size_t piece = compress_piece_bytes(spec, n);
+    if (spec->kind == COMPRESS_POWERSGD) {
+        size_t R = (size_t)spec->rank;
+        compress_matrix(n, &z->m, &z->c);
+        z->p = xcalloc(z->m * R, sizeof(float));
+        z->q = xcalloc(z->c * R, sizeof(float));
+        uint64_t s = 0x9e3779b97f4a7c15ull;   /* the same start on every rank */
+        for (size_t i = 0; i < z->c * R; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            z->q[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        }
+    } else if (spec->kind != COMPRESS_NONE) {
+        z->piece = xmalloc(piece);
+        z->all = xmalloc(piece * (size_t)world);
+    }
+}
+
+void compressor_free(compressor_t *z) {
+    free(z->residual);
+    free(z->e);
+    free(z->piece);
+    free(z->all);
+    free(z->p);
+    free(z->q);
+    memset(z, 0, sizeof *z);
+}
+
+/* Columns of a (rows, R) row-major matrix made orthonormal (Gram-Schmidt);
+ * a column that vanishes stays zero. */
+static void orthonormalise(float *a, size_t rows, int R) {
+    for (int j = 0; j < R; j++) {
+        for (int i = 0; i < j; i++) {
+            double d = 0;
+            for (size_t r = 0; r < rows; r++) d += (double)a[r * R + i] * a[r * R + j];
+            for (size_t r = 0; r < rows; r++) a[r * R + j] -= (float)d * a[r * R + i];
+        }
+        double norm = 0;
+        for (size_t r = 0; r < rows; r++) norm += (double)a[r * R + j] * a[r * R + j];
+        norm = sqrt(norm);
+        for (size_t r = 0; r < rows; r++) a[r * R + j] = norm > 1e-30 ? (float)(a[r * R + j] / norm) : 0.0f;
+    }
+}
+
+/* x <- P Q^T of the sum over ranks of e (one warm-started power iteration). */
+static void powersgd(compressor_t *z, comm_t *cm, float *x) {
+    size_t m = z->m, c = z->c, n = z->n;
+    int R = z->spec.rank;
+    memset(z->p, 0, sizeof(float) * m * (size_t)R);
+    for (size_t i = 0; i < n; i++)   /* P = M Q: M[i / c][i % c] = e[i], the padding is zero */
+        for (int j = 0; j < R; j++) z->p[(i / c) * R + j] += z->e[i] * z->q[(i % c) * R + j];
+    comm_allreduce(cm, z->p, z->p, m * (size_t)R, DT_F32, RED_SUM);   /* linear: sum of M_r Q */
+    orthonormalise(z->p, m, R);
+    memset(z->q, 0, sizeof(float) * c * (size_t)R);
+    for (size_t i = 0; i < n; i++)   /* Q = M^T P */
+        for (int j = 0; j < R; j++) z->q[(i % c) * R + j] += z->e[i] * z->p[(i / c) * R + j];
+    comm_allreduce(cm, z->q, z->q, c * (size_t)R, DT_F32, RED_SUM);
+    for (size_t i = 0; i < n; i++) {   /* x = P Q^T */
+        float s = 0;
+        for (int j = 0; j < R; j++) s += z->p[(i / c) * R + j] * z->q[(i % c) * R + j];
+        x[i] = s;
+    }
+}
+
+void compress_allreduce(compressor_t *z, comm_t *cm, float *x) {
+    size_t n = z->n;
+    if (z->spec.kind == COMPRESS_NONE) {
+        comm_allreduce(cm, x, x, n, DT_F32, RED_SUM);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) z->e[i] = x[i] + (z->ef ? z->residual[i] : 0.0f);
+    if (z->spec.kind == COMPRESS_POWERSGD) {
+        powersgd(z, cm, x);
+        if (z->ef) {   /* this rank's share of what the sum's approximation dropped */
+            float inv = 1.0f / (float)cm->size;
+            for (size_t i = 0; i < n; i++) z->residual[i] = z->e[i] - x[i] * inv;
+        }
+        return;
+    }
+    size_t piece = compress_piece_bytes(&z->spec, n);
+    compress_encode(&z->spec, z->e, n, z->piece);
+    if (z->ef) {   /* r = e - D(C(e)) */
+        memcpy(z->residual, z->e, sizeof(float) * n);
+        compress_decode_add(&z->spec, z->piece, n, -1.0f, z->residual);
+    }
+    comm_allgather(cm, z->piece, z->all, piece / 4, DT_F32);
+    memset(x, 0, sizeof(float) * n);
+    for (int r = 0; r < cm->size; r++)   /* in rank order: the same sum on every rank */
+        compress_decode_add(&z->spec, (const uint8_t *)z->all + (size_t)r * piece, n, 1.0f, x);
+}

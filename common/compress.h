@@ -1,0 +1,103 @@
+/* compress.h: compressed gradient all-reduce with error feedback.
+ *
+ * A compressor C maps a vector x of n fp32 values to fewer bytes, and D maps
+ * them back (D(C(x)) ~ x). Four of them:
+ *
+ *   int8        per block of COMPRESS_BLOCK values: scale s = max|x| / 127,
+ *               q = round(x / s) in int8.  Bytes: n + 4 ceil(n / B).
+ *   sign        1 bit per value (its sign) and per block the scale
+ *               s = mean|x| (Seide et al. 2014, 1-bit SGD; scaled sign as
+ *               Karimireddy et al. 2019). Bytes: ceil(n / 8) + 4 ceil(n / B).
+ *   topk:F      the k = ceil(F n) values of largest |x| (ties: lower index
+ *               first) as fp32 value + uint32 index.  Bytes: 8 k.
+ *   powersgd:R  rank-R approximation P Q^T of x viewed as an m x c matrix
+ *               (c = ceil(sqrt(n)), m = ceil(n / c), zero-padded), one power
+ *               iteration warm-started from the last step's Q (Vogels et al.
+ *               2019).  Bytes: both factors, 4 R (m + c).
+ *
+ * Why not all-reduce the compressed values? A sum of int8 codes with
+ * different scales, or of signs, is not the code of the sum: a ring would
+ * have to decode, add and re-encode at every hop, adding a rounding error
+ * per hop. So int8, sign and top-k are ALL-GATHERED: every rank receives
+ * every rank's piece, decodes each and adds them in rank order (so every
+ * rank holds the identical sum). A rank then sends (N - 1) x piece bytes
+ * (ring all-gather), growing with N, against 2 (N - 1) / N x 4 n for the
+ * uncompressed ring all-reduce. PowerSGD is linear in x for a fixed Q
+ * (P = x Q sums over ranks), so its two factors are all-reduced:
+ * 2 (N - 1) / N x 4 R (m + c) bytes, the same at any N.
+ *
+ * Error feedback (Karimireddy et al. 2019): each rank keeps a residual r,
+ * what compression dropped so far, and compresses e = g + r instead of g;
+ * then r = e - D(C(e)). Nothing is lost for good: the sum over steps of what
+ * was sent plus the residual equals the sum of the gradients. PowerSGD's
+ * D is the SUM's approximation, so a rank's residual is e - P Q^T / N.
+ *
+ * Everything here works on host memory (trainers on a GPU stage the
+ * gradient through the host); sums are deterministic. */
+#ifndef COMPRESS_H
+#define COMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COMPRESS_BLOCK 256   /* values per int8 / sign scale */
+
+typedef enum { COMPRESS_NONE = 0, COMPRESS_INT8, COMPRESS_SIGN, COMPRESS_TOPK, COMPRESS_POWERSGD } compress_kind;
+
+typedef struct {
+    compress_kind kind;
+    double frac;   /* topk: the fraction kept */
+    int rank;      /* powersgd: R */
+} compress_spec_t;
+
+/* "none", "int8", "sign", "topk:F" (0 < F <= 1) or "powersgd:R" (R >= 1).
+ * Returns 0, or -1 for anything else. */
+int compress_parse(const char *s, compress_spec_t *spec);
+/* The spec as compress_parse reads it ("topk:0.01"); buf of 32 bytes. */
+const char *compress_name(const compress_spec_t *spec, char *buf);
+/* The piece one rank contributes for n values: its bytes by the formulas
+ * above, rounded up to whole 4-byte words (the messages are fp32 words).
+ * none: 4 n. */
+size_t compress_piece_bytes(const compress_spec_t *spec, size_t n);
+/* Bytes one rank sends for a compressed all-reduce of n values on N ranks
+ * (ring collectives): none 2 (N-1)/N 4n; powersgd 2 (N-1)/N piece;
+ * the others (N-1) piece. */
+double compress_sent_bytes(const compress_spec_t *spec, size_t n, int N);
+/* compress_sent_bytes' formula in words, for the programs to print. */
+const char *compress_formula(const compress_spec_t *spec);
+/* PowerSGD's matrix view of n values: m x c. */
+void compress_matrix(size_t n, size_t *m, size_t *c);
+
+/* int8, sign, topk: encode x (n values) into out (compress_piece_bytes);
+ * decode in and add alpha x D into acc. */
+void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out);
+void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc);
+
+typedef struct {
+    compress_spec_t spec;
+    int ef;               /* error feedback on */
+    size_t n;
+    float *residual;      /* (n) what compression has dropped so far (ef) */
+    float *e;             /* (n) g + residual */
+    void *piece, *all;    /* this rank's piece; every rank's (all-gather) */
+    size_t m, c;          /* powersgd: the matrix view */
+    float *p, *q;         /* powersgd: (m, R) and (c, R), q kept between calls */
+} compressor_t;
+
+void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, int world);
+void compressor_free(compressor_t *z);
+/* x (host, z->n values) <- the sum over cm's ranks of the decompressed
+ * (x + residual); the residual is updated when ef is on. Identical on every
+ * rank. cm must move host memory (the MPI backend). */
+void compress_allreduce(compressor_t *z, comm_t *cm, float *x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
