@@ -50,6 +50,10 @@ void die(const char *fmt, ...) {
     exit(1);
 }
 
+void not_implemented(const char *what, const char *where) {
+    die("not implemented: %s; see %s", what, where);
+}
+
 /* Every rank refuses: they all reach the refusals' barrier within the grace. */
 static int every_rank_refuses(void) {
     MPI_Request r;
