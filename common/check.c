@@ -51,6 +51,10 @@ void die(const char *fmt, ...) {
 }
 
 void not_implemented(const char *what, const char *where) {
+    /* One thread reports and exits; any other (a matmul's row ranges) waits
+     * here for the end, since two threads in exit() at once may crash. */
+    static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&one);
     die("not implemented: %s; see %s", what, where);
 }
 
