@@ -123,7 +123,7 @@ assignment:
 	@bash scripts/assignment.sh $(if $(DIR),--dir $(DIR)) $(NAME)
 
 grade:
-	@DEVICE=$(DEVICE) bash scripts/grade.sh $(NAME)
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/grade.sh $(NAME)
 
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)

@@ -27,7 +27,7 @@ targets=$(awk -v sel="$sel" '$1 == "build" && index(sel, " " $2 " ") { $1 = $2 =
 groups=$(awk -v sel="$sel" '$1 == "group" && index(sel, " " $2 " ") {
     d = $0; sub(/^group +[^ ]+ +[^ ]+ +[^ ]+ +/, "", d); printf "%s\t%s\t%s\t%s\n", $2, $3, $4, d }' $REG)
 # shellcheck disable=SC2086
-make -s --no-print-directory -j2 $targets || { echo "error: the build failed, nothing graded" >&2; exit 1; }
+make -s --no-print-directory -j2 SANITIZE="${SANITIZE:-0}" $targets || { echo "error: the build failed, nothing graded" >&2; exit 1; }
 
 regex=$(printf '%s\n' "$groups" | cut -f3 | paste -sd'|')
 t0=$(date +%s)
