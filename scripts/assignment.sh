@@ -19,7 +19,6 @@
 # the programs the assignments' graders need, with their times, so the copy
 # recompiles only the stripped files; the tests use it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 REG=tests/assignments.list
 
 usage() {
@@ -42,10 +41,13 @@ while [ $# -gt 0 ]; do
         *) names+=("$1"); shift ;;
     esac
 done
-[ ${#names[@]} -gt 0 ] || err "no assignment named (NAME=...; known: $(awk '$1 == "assignment" { printf "%s ", $2 }' $REG))"
+# DIR is taken from where the command runs; the rest works from the top.
+case $dir in ""|/*) ;; *) dir=$PWD/$dir ;; esac
+cd "$(dirname "$0")/.."
+[ ${#names[@]} -gt 0 ] || err "no assignment named (NAME=...; known: $(awk '$1 == "assignment" { printf "%s%s", s, $2; s = " " }' $REG))"
 for n in "${names[@]}"; do
     awk -v n="$n" '$1 == "assignment" && $2 == n { f = 1 } END { exit !f }' $REG ||
-        err "unknown assignment '$n' (known: $(awk '$1 == "assignment" { printf "%s ", $2 }' $REG))"
+        err "unknown assignment '$n' (known: $(awk '$1 == "assignment" { printf "%s%s", s, $2; s = " " }' $REG))"
 done
 [ -n "$dir" ] || dir=../suite-$(IFS=+; echo "${names[*]}")
 if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then err "$dir exists and is not empty"; fi
@@ -81,8 +83,8 @@ for n in "${names[@]}"; do
     grep -q -F "/* ASSIGNMENT $n:" $marked || err "no marked region for assignment '$n' in the sources"
 done
 
-mkdir -p "$dir"
-printf '%s\n' "$files" | xargs -d '\n' cp -p --parents -t "$dir" --
+mkdir -p "$dir" && printf '%s\n' "$files" | xargs -d '\n' cp -p --parents -t "$dir" -- ||
+    err "cannot write the copy in $dir"
 # strip FILE OUT REMOVED: the selected regions of FILE replaced by their stubs
 strip='
     BEGIN { split(sel, s, " "); for (i in s) want[s[i]] = 1 }
@@ -96,7 +98,7 @@ strip='
 removed=$(mktemp); allowed=$(mktemp); trap 'rm -f "$removed" "$allowed" "$removed.k"' EXIT
 for f in $marked; do
     if grep -q -F -f <(printf '/* ASSIGNMENT %s:\n' "${names[@]}") "$f"; then
-        awk -v sel="${names[*]}" -v removed="$removed" "$strip" "$f" > "$dir/$f"
+        awk -v sel="${names[*]}" -v removed="$removed" "$strip" "$f" > "$dir/$f" || err "cannot write $dir/$f"
     fi
 done
 # Lines outside every selected region of the C/CUDA sources: the student has
@@ -114,7 +116,7 @@ fi
 
 if [ $with_build = 1 ] && [ -d build ]; then
     mkdir -p "$dir/build"
-    for p in build/*; do [ "$p" = build/emu ] || cp -a "$p" "$dir/build/"; done
+    for p in build/*; do [ "$p" = build/emu ] || cp -a "$p" "$dir/build/" || err "cannot copy $p to $dir"; done
     for t in $(awk -v sel=" ${names[*]} " '$1 == "build" && index(sel, " " $2 " ") { $1 = $2 = ""; print }' $REG); do
         [ -e "$t" ] && cp -p --parents "$t" "$dir"
     done

@@ -12,14 +12,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 REG=tests/assignments.list
 err() { echo "error: $*" >&2; exit 2; }
-known=$(awk '$1 == "assignment" { printf "%s ", $2 }' $REG)
+known=$(awk '$1 == "assignment" { printf "%s%s", s, $2; s = " " }' $REG)
 
 case "${1:-}" in
     -h|--help) echo "usage: scripts/grade.sh NAME...   (assignments: $known)"; exit 0 ;;
     "") err "no assignment named (NAME=...; known: $known)" ;;
 esac
 for n in "$@"; do
-    case " $known" in *" $n "*) ;; *) err "unknown assignment '$n' (known: $known)" ;; esac
+    case " $known " in *" $n "*) ;; *) err "unknown assignment '$n' (known: $known)" ;; esac
 done
 sel=" $* "
 targets=$(awk -v sel="$sel" '$1 == "build" && index(sel, " " $2 " ") { $1 = $2 = ""; print }' $REG)
