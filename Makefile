@@ -4,6 +4,9 @@
 #   make demo       the main job on this machine, then its charts
 #   make plots      redraw every chart from the CSV files present
 #   make reference-charts  copy plots/ over the charts the READMEs show (NN_*/figures/)
+#   make assignment NAME="02-ring ..." [DIR=...]  a student copy with those
+#                   assignments' code left out (ASSIGNMENTS.md)
+#   make grade NAME="02-ring ..."  run their graded tests, print the score
 #   make deps       install the Debian packages the suite needs (if missing)
 #   make clean
 # Knobs: CUDA=0 leaves the CUDA backend out (default: built when nvcc is
@@ -116,8 +119,14 @@ plots:
 reference-charts:
 	@bash scripts/reference_charts.sh
 
+assignment:
+	@bash scripts/assignment.sh $(if $(DIR),--dir $(DIR)) $(NAME)
+
+grade:
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/grade.sh $(NAME)
+
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
-.PHONY: all deps test demo plots reference-charts clean
+.PHONY: all deps test demo plots reference-charts assignment grade clean
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

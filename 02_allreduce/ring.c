@@ -24,6 +24,9 @@
  * scratch reused every step. */
 static void ring_reduce_scatter(p2p_comm_t *pc, const char *send, char *out_all, char *acc,
                                 char *final_dst, size_t count, int shift) {
+    /* ASSIGNMENT 02-ring: the ring all-reduce (02_allreduce/README.md, "Assignment: the ring all-reduce") */
+    /* STUB: (void)pc, (void)send, (void)out_all, (void)acc, (void)final_dst, (void)count, (void)shift; */
+    /* STUB: not_implemented("ring reduce-scatter", "02_allreduce/README.md, Assignment: the ring all-reduce"); */
     int N = pc->size, r = pc->rank;
     int next = mod(r + 1, N), prev = mod(r - 1, N);
     size_t es = pc->es, ch = pc->chunk;
@@ -44,11 +47,15 @@ static void ring_reduce_scatter(p2p_comm_t *pc, const char *send, char *out_all,
             if (b) p2p_sum(pc, dst + off * es, send + (ro + off) * es, tmp, b);
         }
     }
+    /* END ASSIGNMENT 02-ring */
 }
 
 /* All-gather over the blocks of `layout`, in place in buf: rank r starts with
  * block (r + shift) complete and in step s forwards block (r + shift - s). */
 static void ring_allgather(p2p_comm_t *pc, char *buf, size_t count, int shift) {
+    /* ASSIGNMENT 02-ring: the ring all-reduce (02_allreduce/README.md, "Assignment: the ring all-reduce") */
+    /* STUB: (void)pc, (void)buf, (void)count, (void)shift; */
+    /* STUB: not_implemented("ring all-gather", "02_allreduce/README.md, Assignment: the ring all-reduce"); */
     int N = pc->size, r = pc->rank;
     int next = mod(r + 1, N), prev = mod(r - 1, N);
     size_t es = pc->es, ch = pc->chunk;
@@ -62,6 +69,7 @@ static void ring_allgather(p2p_comm_t *pc, char *buf, size_t count, int shift) {
             p2p_sendrecv(pc, buf + (so + off) * es, a, next, buf + (ro + off) * es, b, prev);
         }
     }
+    /* END ASSIGNMENT 02-ring */
 }
 
 void allreduce_ring(p2p_comm_t *pc, const void *send, void *recv, size_t count) {

@@ -50,6 +50,14 @@ void die(const char *fmt, ...) {
     exit(1);
 }
 
+void not_implemented(const char *what, const char *where) {
+    /* One thread reports and exits; any other (a matmul's row ranges) waits
+     * here for the end, since two threads in exit() at once may crash. */
+    static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&one);
+    die("not implemented: %s; see %s", what, where);
+}
+
 /* Every rank refuses: they all reach the refusals' barrier within the grace. */
 static int every_rank_refuses(void) {
     MPI_Request r;

@@ -16,6 +16,10 @@ extern "C" {
 /* Print "error (rank R): <message>" on stderr and stop every rank: MPI_Abort
  * with status 1 (exit(1) on one rank). Safe on any rank, at any point. */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The stub of a graded assignment's removed code (ASSIGNMENTS.md): dies
+ * with "not implemented: WHAT; see WHERE", so a student copy builds and every
+ * run that reaches the missing piece ends at once, on every rank. */
+void not_implemented(const char *what, const char *where) __attribute__((noreturn));
 /* Bad input (a flag, the configuration, a file): status 2. Every rank that
  * refuses joins a barrier on a communicator kept for refusals; when every
  * rank joins it within REFUSE_GRACE_S (the same check on every rank, as for
