@@ -6,6 +6,7 @@
  *   mpirun -np 2 ./07_pipeline/pipeline --schedule 1f1b --micro 8
  *   mpirun -np 4 ./07_pipeline/pipeline --schedule interleaved --dp 2 --micro 4
  *   ./07_pipeline/pipeline --show-schedule --schedule gpipe --stages 4 --micro 4
+ *   mpirun -np 4 ./07_pipeline/pipeline --schedule terapipe --slices 4 --micro 2
  *
  * The world is --stages x --dp ranks: stages are consecutive ranks (one
  * pipeline), --dp pipelines are data-parallel replicas whose gradients are
@@ -33,12 +34,17 @@
 
 typedef struct {
     const char *schedule, *replay, *bubble_csv, *memory_csv, *gantt_csv;
-    int stages, dp, virt, show;
+    int stages, dp, virt, show, slices;
     double replay_gbps, replay_us;
     pipe_schedule_t s;
     runner_t e;
     grad_sync_t gs;
 } pipeline_t;
+
+static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int K) {
+    if (kind == PIPE_TERAPIPE) pipe_schedule_terapipe(s, P, M, K);
+    else pipe_schedule_build(s, kind, P, M, V);
+}
 
 /* "embedding + layers 0-3" for a stage's chunks. */
 static void stage_layers(char *buf, size_t len, int P, int V, int L, int st) {
@@ -70,14 +76,41 @@ static void gantt_rows(FILE *f, const char *source, const pipe_schedule_t *s, do
         }
 }
 
+/* Token slices: the keys and values kept, against their formula, and each
+ * slice's time (attention grows with the position: later slices cost more). */
+static void slices_summary(const runner_report_t *r, const train_t *tr, int P, int M, int K) {
+    const model_t *m = &tr->model;
+    /* per layer and micro-batch held: k and v of all T tokens, and the gradients the later
+     * slices add into, for all but the last slice's T / K tokens; GPipe order holds all M */
+    double kv = (double)tr->mb * m->KV * m->hd * dtype_size(m->dtype), T = m->T;
+    double want = (double)M * (tr->cfg.layers / P) * kv * (2 * T + 2 * (T - T / K));
+    say("keys and values kept per stage at the peak (k, v of every slice and the gradients later slices add "
+        "into them): formula M (L/P) B KV hd bytes (2 T + 2 (T - T/K)) = %.0f bytes\n", want);
+    for (int st = 0; st < P; st++) say("           stage %d: %.0f bytes measured\n", st, r->held_kv[st]);
+    say("slices:  ms per forward | backward of each slice (mean over stages; attention grows with the position):\n");
+    double f0 = 0, fl = 0;
+    for (int k = 0; k < K; k++) {
+        double f = 0, b = 0;
+        for (int st = 0; st < P; st++) {
+            f += r->slice_fwd[st * K + k] / P;
+            b += r->slice_bwd[st * K + k] / P;
+        }
+        if (k == 0) f0 = f + b;
+        if (k == K - 1) fl = f + b;
+        say("           slice %d, tokens %d-%d: %.3f | %.3f\n", k, k * m->T / K, (k + 1) * m->T / K - 1, 1e3 * f, 1e3 * b);
+    }
+    say("           last slice / first slice (forward + backward): %.2f\n", f0 > 0 ? fl / f0 : 0.0);
+}
+
 /* The summary after the run: measured against formula and replay. */
 static void summary(pipeline_t *p, train_t *tr) {
     const pipe_schedule_t *s = &p->s;
-    int P = s->P, M = s->M, V = s->V;
+    int P = s->P, M = s->M, V = s->V, K = s->slices;   /* M: units (micro-batches x K) */
     runner_report_t r;
     runner_report(&p->e, MPI_COMM_WORLD, tr->dp, tr->dp_rank, &r);
     double formula = pipe_bubble_formula(s->kind, P, M, V);
-    static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)"};
+    static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)",
+                                            "(P-1)/(M K+P-1)"};
     const char *kind = pipe_kind_name[s->kind];
     double measured = 0, span = 0;
     for (int st = 0; st < P; st++) {
@@ -89,8 +122,10 @@ static void summary(pipeline_t *p, train_t *tr) {
     if (tr->dist.rank == 0 && p->gantt_csv) gan = csv_open(p->gantt_csv, GANTT_HEADER);
     char chunks[32] = "";
     if (V > 1) snprintf(chunks, sizeof chunks, " x %d chunks", V);
-    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s: formula %s = %.1f%%\n", kind, P, P == 1 ? "" : "s",
-        chunks, M, M == 1 ? "" : "es", fname[s->kind], 100 * formula);
+    char slices[32] = "";
+    if (K > 1) snprintf(slices, sizeof slices, " x %d slices", K);
+    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s%s: formula %s = %.1f%%\n", kind, P, P == 1 ? "" : "s",
+        chunks, M / K, M / K == 1 ? "" : "es", slices, fname[s->kind], 100 * formula);
     say("         measured, steps %ld-%d (idle / step, mean over stages): %.1f%%\n", tr->start + 2, tr->o.steps,
         100 * measured);
     for (int st = 0; st < P; st++)
@@ -131,7 +166,8 @@ static void summary(pipeline_t *p, train_t *tr) {
             continue;
         }
         pipe_schedule_t q;
-        pipe_schedule_build(&q, s->kind, Q, M, V);
+        if (K > 1) pipe_schedule_terapipe(&q, Q, M / K, K);
+        else pipe_schedule_build(&q, s->kind, Q, M, V);
         pipe_costs_from_layers(&r, Q, V, f, b);
         c = (pipe_costs_t){f, b, msg};
         if (pipe_replay(&q, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
@@ -149,9 +185,9 @@ static void summary(pipeline_t *p, train_t *tr) {
     /* memory: activations held at the peak, against the schedule's promise */
     FILE *mem = tr->dist.rank == 0 && p->memory_csv ? csv_open(p->memory_csv, MEMORY_HEADER) : NULL;
     static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
-                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)"};
+                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)", "M K"};
     say("memory:  activations held at the peak, measured, in %smicro-batches (%s promises %s):\n",
-        V > 1 ? "chunk " : "", kind, promise[s->kind]);
+        V > 1 ? "chunk " : K > 1 ? "slice " : "", kind, promise[s->kind]);
     for (int st = 0; st < P; st++) {
         int bound = pipe_inflight_bound(s->kind, P, M, V, st);
         if (V == 1 && r.held[st] > 0)
@@ -161,6 +197,7 @@ static void summary(pipeline_t *p, train_t *tr) {
             say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
         if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
     }
+    if (K > 1) slices_summary(&r, tr, P, M / K, K);
     /* bytes: every boundary between virtual stages carries M activations and M gradients */
     double per_msg = (double)p->e.msg_bytes, want_b = 2.0 * M * (P * V - 1) * per_msg;
     say("sent:    %.0f bytes (%.3f MB) per step between the stages of one pipeline; formula 2 M (P V - 1) x "
@@ -174,7 +211,8 @@ static void summary(pipeline_t *p, train_t *tr) {
 int main(int argc, char **argv) {
     pipeline_t p = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
     arg_t flags[] = {
-        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
+        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|terapipe", 0, 0},
+        {"slices", ARG_INT, &p.slices, "token slices per micro-batch for the terapipe schedule (0: 4 there, 1 elsewhere)", NULL, 0, 1e6},
         {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
         {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
@@ -204,8 +242,13 @@ int main(int argc, char **argv) {
     int P = p.stages, V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
     char why[200];
     if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) usage_error("%s", why);
+    int K = p.slices ? p.slices : kind == PIPE_TERAPIPE ? 4 : 1;
+    if (K > 1 && kind != PIPE_TERAPIPE) usage_error("%d token slices need the terapipe schedule", K);
+    if (tr.cfg.seq % K) usage_error("%d token slices do not cut the sequence of %d tokens evenly", K, tr.cfg.seq);
+    if (K > 1 && (tr.recompute.every || tr.recompute.block || tr.recompute.selective))
+        usage_error("the terapipe schedule keeps every slice's keys and values: no recomputation");
     if (p.show) {   /* the picture, checked, and nothing else */
-        pipe_schedule_build(&p.s, kind, P, M, V);
+        build(&p.s, kind, P, M, V, K);
         char err[300];
         if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
         if (tr.dist.rank == 0) {
@@ -233,7 +276,7 @@ int main(int argc, char **argv) {
     int stage = tr.mesh.coord[AXIS_PP];
     if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, P, stage, V);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    pipe_schedule_build(&p.s, kind, P, M, V);
+    build(&p.s, kind, P, M, V, K);
     char err[300];
     if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
     runner_init(&p.e, &p.s, &tr, tr.dp > 1 ? train_ddp(&tr, &p.gs, 1) : (grad_strategy_t){0}, 1, 1);
@@ -247,7 +290,10 @@ int main(int argc, char **argv) {
         say("          stage %d: %s\n", st, lay);
     }
     say("          messages: %zu bytes each (%d x %d x %d %s), posted in groups between computes; the "
-        "lists passed the checker\n", p.e.msg_bytes, tr.mb, tr.cfg.seq, tr.cfg.dim, dtype_name(tr.dtype));
+        "lists passed the checker\n", p.e.msg_bytes, tr.mb, tr.cfg.seq / K, tr.cfg.dim, dtype_name(tr.dtype));
+    if (K > 1)
+        say("          each micro-batch's sequences cut into %d token slices of %d, run in order; a slice's "
+            "attention also reads the kept keys and values of the slices before it\n", K, tr.cfg.seq / K);
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, runner_step, &p.e);
     summary(&p, &tr);

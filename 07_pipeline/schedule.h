@@ -31,8 +31,8 @@
 extern "C" {
 #endif
 
-typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_KINDS } pipe_kind_t;
-extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved" */
+typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_TERAPIPE, PIPE_KINDS } pipe_kind_t;
+extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved", "terapipe" */
 
 /* The kind named `name`, or -1. */
 int pipe_kind_parse(const char *name);
@@ -42,6 +42,13 @@ int pipe_kind_parse(const char *name);
 int pipe_schedule_valid(pipe_kind_t kind, int P, int M, int V, char *why, size_t len);
 /* Build the lists (dies on parameters pipe_schedule_valid refuses). */
 void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V);
+/* TeraPipe (Li et al. 2021): M micro-batches, each cut into K token slices,
+ * as GPipe orders them: every forward in unit order u = mb K + k (slice k
+ * after the slices before it, whose keys and values it attends to), then
+ * every backward, within a micro-batch the LAST slice first (slice k's
+ * backward adds into the key and value gradients of the slices before it).
+ * The schedule's M is M K units. */
+void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K);
 /* The same compute order lowered without grouping any SEND with the next
  * RECV (for the tests: 1F1B then deadlocks when sends wait for receives). */
 void pipe_schedule_ungroup(pipe_schedule_t *s);
@@ -62,15 +69,17 @@ void pipe_schedule_ungroup(pipe_schedule_t *s);
  *     posted, a send only together with its receive (a grouped SEND+RECV
  *     completes when both have found their partner), and a message group
  *     starts only after the computes posted before it;
- *  5. the activations in flight (forwards whose backward has not run, in
+ *  5. with token slices, on every stage slice k of a micro-batch runs its
+ *     forward after those of slices < k and its backward before theirs;
+ *  6. the activations in flight (forwards whose backward has not run, in
  *     chunk micro-batches) never exceed pipe_inflight_bound on any stage. */
 int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len);
 
 /* The most chunk micro-batches whose activations stage holds at once under
  * this list (forwards done, backwards not). */
 int pipe_inflight_max(const pipe_schedule_t *s, int stage);
-/* What the schedule promises for that (in chunk micro-batches):
- *   naive 1 | GPipe M | 1F1B min(M, P - stage) |
+/* What the schedule promises for that (in chunk micro-batches; TeraPipe: units):
+ *   naive 1 | GPipe, TeraPipe M | 1F1B min(M, P - stage) |
  *   interleaved min(V M, 2 (P - stage - 1) + (V - 1) P + 1)   (Megatron's warm-up + 1) */
 int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
 
@@ -78,7 +87,8 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
  * take the same time and messages are free:
  *   naive (P - 1) / P                            one micro-batch at a time
  *   GPipe, 1F1B (P - 1) / (M + P - 1)            Huang et al. 2019; Narayanan et al. 2019
- *   interleaved (P - 1) / (V M + P - 1)          Narayanan et al. 2021 */
+ *   interleaved (P - 1) / (V M + P - 1)          Narayanan et al. 2021
+ *   TeraPipe (P - 1) / (M K + P - 1)             Li et al. 2021, equal slices (M here: units) */
 double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V);
 
 /* ---- the replay ----------------------------------------------------------------------

@@ -18,27 +18,37 @@ static void nap(void) {
 static double elapsed(const runner_t *e) { return now_s() - e->t_zero; }
 
 /* ---- pools: micro-batch objects per chunk, message buffers ------------------------------ */
-static model_acts_t *acts_get(runner_t *e, int c, int B) {
-    int M = e->s->M;
+/* The object of unit mb through chunk c; pools per (chunk, slice). */
+static model_acts_t *acts_get(runner_t *e, int c, int B, int mb) {
+    int M = e->s->M, K = e->s->slices, k = mb % K, pl = c * K + k, len = e->m->T / K;
     model_acts_t *a;
-    if (e->pool_free[c] > 0) {
-        a = e->pool[c * M + --e->pool_free[c]];
+    if (e->pool_free[pl] > 0) {
+        a = e->pool[pl * M + --e->pool_free[pl]];
     } else {
         a = xmalloc(sizeof *a);
-        model_acts_init(e->m, a, c, B, e->keep);
-        e->made[c]++;
+        if (K > 1) model_acts_init_slice(e->m, a, c, B, k * len, len);
+        else model_acts_init(e->m, a, c, B, e->keep);
+        e->made[pl]++;
+    }
+    if (K > 1) {   /* the micro-batch's earlier slices (V = 1: acts[mb - k .. mb - 1]) */
+        a->before = &e->acts[mb - k];
+        a->n_before = k;
     }
     e->held++;
     e->held_bytes += (double)a->bytes;
+    e->held_kv += (double)a->kv_bytes;
     if (e->held > e->held_peak) e->held_peak = e->held;
     if (e->held_bytes > e->held_bytes_peak) e->held_bytes_peak = e->held_bytes;
+    if (e->held_kv > e->held_kv_peak) e->held_kv_peak = e->held_kv;
     return a;
 }
 
 static void acts_put(runner_t *e, model_acts_t *a) {
+    int K = e->s->slices, pl = a->chunk * K + a->pos / a->Tc % K;
     e->held--;
     e->held_bytes -= (double)a->bytes;
-    e->pool[a->chunk * e->s->M + e->pool_free[a->chunk]++] = a;
+    e->held_kv -= (double)a->kv_bytes;
+    e->pool[pl * e->s->M + e->pool_free[pl]++] = a;
 }
 
 static void buf_put(runner_t *e, void *p) { e->bufs[e->nbufs++] = p; }
@@ -124,7 +134,12 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->time_units = time_units;
     const model_shard_t *sh = &m->shard;
     if (sh->chunks != s->V) die("runner: the model has %d chunks, the schedule %d", sh->chunks, s->V);
-    size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1);
+    int K = s->slices;
+    if (K > 1 && (m->nck != 1 || sh->tp != 1 || m->T % K || tr->recompute.every || tr->recompute.block ||
+                  tr->recompute.selective || s->V != 1))
+        die("runner: %d token slices need one chunk per stage, no tensor or context parallelism, no "
+            "recomputation, and slices that divide the %d tokens", K, m->T);
+    size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1) / K;   /* one slice's */
     e->msg_elems = rows * m->cfg.dim;
     e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
     int n = e->n = s->n[e->stage], MV = s->M * s->V;
@@ -162,9 +177,10 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->acts = xcalloc((size_t)MV, sizeof(void *));
     e->grad_in = xcalloc((size_t)MV, sizeof(void *));
     e->grad_out = xcalloc((size_t)MV, sizeof(void *));
-    e->pool = xcalloc((size_t)MV, sizeof(void *));
-    e->pool_free = xcalloc((size_t)s->V, sizeof(int));
-    e->made = xcalloc((size_t)s->V, sizeof(int));
+    e->pool = xcalloc((size_t)MV * K, sizeof(void *));
+    e->pool_free = xcalloc((size_t)s->V * K, sizeof(int));
+    e->made = xcalloc((size_t)s->V * K, sizeof(int));
+    for (int p = 0; p < 2; p++) e->slice_s[p] = xcalloc((size_t)K, sizeof(double));
     e->bufs = xcalloc((size_t)2 * MV + 2, sizeof(void *));
     e->pending = xcalloc((size_t)n + 1, sizeof(int));
     e->t0 = xcalloc((size_t)n + 1, sizeof(double));
@@ -174,7 +190,7 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     for (int p = 0; p < 2; p++) e->unit_s[p] = xcalloc((size_t)m->n_units, sizeof(double));
     e->track = trace_track("schedule");
     model_add_hook(m, unit_before, unit_after, e);
-    if (tr->acts.bufs) {   /* train_model's object: chunk 0's first */
+    if (tr->acts.bufs && K == 1) {   /* train_model's object: chunk 0's first */
         e->borrowed = &tr->acts;
         e->pool[e->pool_free[0]++] = e->borrowed;
         e->made[0]++;
@@ -187,7 +203,7 @@ void runner_add_seam(runner_t *e, const double *seconds) {
 }
 
 void runner_free(runner_t *e) {
-    for (int c = 0; c < e->s->V; c++)
+    for (int c = 0; c < e->s->V * e->s->slices; c++)
         for (int j = 0; j < e->pool_free[c]; j++) {
             model_acts_t *a = e->pool[c * e->s->M + j];
             if (a == e->borrowed) continue;
@@ -199,7 +215,7 @@ void runner_free(runner_t *e) {
     free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
     free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
     free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd);
-    free(e->unit_s[0]); free(e->unit_s[1]);
+    free(e->unit_s[0]); free(e->unit_s[1]); free(e->slice_s[0]); free(e->slice_s[1]);
     pipe_schedule_free(&e->one_stage);
     memset(e, 0, sizeof *e);
 }
@@ -212,7 +228,7 @@ static void post(runner_t *e, int i, int B) {
     dtype_t t = e->m->dtype;
     e->last_post = i;
     if (a->op == PA_RECV && a->msg == PM_ACT) {
-        e->acts[k] = acts_get(e, a->chunk, B);
+        e->acts[k] = acts_get(e, a->chunk, B, a->mb);
         comm_irecv(e->comm, e->acts[k]->resid[0], e->msg_elems, t, a->peer, &e->req[i]);
     } else if (a->op == PA_RECV) {
         e->grad_in[k] = buf_get(e);
@@ -273,9 +289,9 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         if (a->op == PA_BWD && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
         double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
         if (a->op == PA_FWD) {
-            if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B);   /* virtual stage 0 */
+            if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B, a->mb);   /* virtual stage 0 */
             model_acts_t *x = e->acts[k];
-            if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb, x);
+            if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb / s->slices, x);
             double loss = model_forward(m, x);
             if (x->has_head && model_counts_loss(m)) st->loss += loss;
         } else {
@@ -293,6 +309,7 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         e->busy += d;
         if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
         if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : e->sum_bwd)[a->chunk] += d;
+        if (e->steps > 0) e->slice_s[a->op != PA_FWD][a->mb % s->slices] += d;
         e->t0[i] = t0 - e->t_zero;
         e->t1[i] = t1 - e->t_zero;
         snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : 'B', a->mb, chunk);
@@ -359,10 +376,12 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     for (int q = 0; q < P; q++) nt += s->n[q];
     int off = 0;
     for (int q = 0; q < st; q++) off += s->n[q];
-    size_t N = 3 * (size_t)P + 2 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt;
+    int K = s->slices;
+    size_t N = 3 * (size_t)P + 2 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt + 2 * (size_t)P * K;
     double *x = xcalloc(N, sizeof(double));
     double *busy = x, *idle = busy + P, *span = idle + P, *fwd = span + P, *bwd = fwd + P * V;
-    double *lf = bwd + P * V, *lb = lf + L, *eh = lb + L, *sent = eh + 4, *t0 = sent + 1, *t1 = t0 + nt;
+    double *lf = bwd + P * V, *lb = lf + L, *eh = lb + L, *sent = eh + 4, *t0 = sent + 1, *t1 = t0 + nt,
+           *sf = t1 + nt, *sb = sf + P * K;
     busy[st] = e->sum_busy / T / replicas;
     idle[st] = e->sum_idle / T / replicas;
     span[st] = e->sum_span / T / replicas;
@@ -378,6 +397,10 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
         else { lf[l] += f; lb[l] += b; }
     }
     *sent = e->sum_sent / T / replicas;
+    for (int k = 0; k < K; k++) {   /* each slice runs M / K times per step */
+        sf[st * K + k] = e->slice_s[0][k] / (per / K);
+        sb[st * K + k] = e->slice_s[1][k] / (per / K);
+    }
     /* the last step's timeline of replica 0, from the earliest stage's start */
     double start = e->t_zero, first = start;
     dist_allreduce(&first, 1, MPI_DOUBLE, MPI_MIN, world, "the pipeline's report");
@@ -401,6 +424,11 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     memcpy(r->bwd, bwd, sizeof(double) * (size_t)P * V);
     memcpy(r->layer_fwd, lf, sizeof(double) * (size_t)L);
     memcpy(r->layer_bwd, lb, sizeof(double) * (size_t)L);
+    r->K = K;
+    r->slice_fwd = xmalloc(sizeof(double) * (size_t)P * K);
+    r->slice_bwd = xmalloc(sizeof(double) * (size_t)P * K);
+    memcpy(r->slice_fwd, sf, sizeof(double) * (size_t)P * K);
+    memcpy(r->slice_bwd, sb, sizeof(double) * (size_t)P * K);
     r->emb_fwd = eh[0];
     r->emb_bwd = eh[1];
     r->head_fwd = eh[2];
@@ -416,15 +444,18 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     }
     free(x);
     /* the peaks: the largest over the replicas */
-    double *pk = xcalloc(3 * (size_t)P, sizeof(double));
+    double *pk = xcalloc(4 * (size_t)P, sizeof(double));
     pk[st] = e->held_peak;
     pk[P + st] = e->held_bytes_peak;
     pk[2 * P + st] = e->bufs_made;
-    dist_allreduce(pk, 3 * P, MPI_DOUBLE, MPI_MAX, world, "the pipeline's report");
+    pk[3 * P + st] = e->held_kv_peak;
+    dist_allreduce(pk, 4 * P, MPI_DOUBLE, MPI_MAX, world, "the pipeline's report");
     r->held = xmalloc(sizeof(int) * (size_t)P);
     r->held_bytes = xmalloc(sizeof(double) * (size_t)P);
     r->bufs = xmalloc(sizeof(int) * (size_t)P);
+    r->held_kv = xmalloc(sizeof(double) * (size_t)P);
     for (int q = 0; q < P; q++) {
+        r->held_kv[q] = pk[3 * P + q];
         r->held[q] = (int)pk[q];
         r->held_bytes[q] = pk[P + q];
         r->bufs[q] = (int)pk[2 * P + q];
@@ -439,6 +470,7 @@ void runner_report_free(runner_report_t *r) {
     }
     free(r->t0); free(r->t1); free(r->busy); free(r->idle); free(r->span); free(r->fwd); free(r->bwd);
     free(r->layer_fwd); free(r->layer_bwd); free(r->held); free(r->held_bytes); free(r->bufs);
+    free(r->held_kv); free(r->slice_fwd); free(r->slice_bwd);
     memset(r, 0, sizeof *r);
 }
 

@@ -38,6 +38,11 @@
  * so a schedule that passes the checker cannot deadlock on NCCL either.
  * Micro-batch objects follow tr->recompute; chunk 0's pool starts with
  * tr->acts when train_model built it (one stage: the only object used).
+ * With token slices (TeraPipe, s->slices = K > 1) an object holds one slice
+ * of seq / K tokens (model_acts_init_slice), pooled per slice, and points at
+ * its micro-batch's objects of the earlier slices (still held: their
+ * backward comes later), whose keys and values its attention reads; every
+ * message is one slice's.
  *
  * Waiting sleeps: a rank that waits for a neighbour polls its request every
  * 20 us and sleeps in between (nanosleep), instead of spinning inside MPI,
@@ -119,6 +124,9 @@ typedef struct {
     double *unit_s[2];         /* (n_units) forward, backward (recomputation included) */
     double unit_t;
     int track;                 /* trace track */
+    /* token slices (s->slices = K > 1) */
+    double held_kv, held_kv_peak;  /* bytes of keys and values (model_acts_t kv_bytes) held */
+    double *slice_s[2];        /* (K) forward, backward seconds per slice, summed over the timed steps */
 } runner_t;
 
 /* Set up the runner of tr->model for this rank's stage of schedule s (the
@@ -151,6 +159,9 @@ typedef struct {
     int *bufs;                     /* (P) message buffers made */
     double sent;                   /* bytes per step sent between stages, all stages of one replica */
     double **t0, **t1;             /* (P)(n) the last step's actions (replica 0), from its start */
+    int K;                         /* token slices per micro-batch */
+    double *held_kv;               /* (P) bytes of keys and values held at the peak */
+    double *slice_fwd, *slice_bwd; /* (P K) seconds per forward, backward of each slice */
 } runner_report_t;
 
 void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
