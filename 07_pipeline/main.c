@@ -245,8 +245,6 @@ int main(int argc, char **argv) {
     int K = p.slices ? p.slices : kind == PIPE_TERAPIPE ? 4 : 1;
     if (K > 1 && kind != PIPE_TERAPIPE) usage_error("%d token slices need the terapipe schedule", K);
     if (tr.cfg.seq % K) usage_error("%d token slices do not cut the sequence of %d tokens evenly", K, tr.cfg.seq);
-    if (K > 1 && (tr.recompute.every || tr.recompute.block || tr.recompute.selective))
-        usage_error("the terapipe schedule keeps every slice's keys and values: no recomputation");
     if (p.show) {   /* the picture, checked, and nothing else */
         build(&p.s, kind, P, M, V, K);
         char err[300];
