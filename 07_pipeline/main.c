@@ -132,7 +132,7 @@ static void summary(pipeline_t *p, train_t *tr) {
         say("           stage %d: busy %.3f + idle %.3f + other %.3f = step %.3f ms (idle %.1f%%)\n", st,
             1e3 * r.busy[st], 1e3 * r.idle[st], 1e3 * (r.span[st] - r.busy[st] - r.idle[st]), 1e3 * r.span[st],
             r.span[st] > 0 ? 100 * r.idle[st] / r.span[st] : 0.0);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f\n", kind, P, M, V, measured, formula, 1e3 * span);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f\n", kind, P, M / K, V, measured, formula, 1e3 * span);
     if (gan) gantt_rows(gan, "measured", s, r.t0, r.t1);
 
     /* the same lists on a clock: with this run's action times, then with its layer times */
@@ -144,20 +144,20 @@ static void summary(pipeline_t *p, train_t *tr) {
     pipe_replay_t rp;
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("         replayed with this run's action times: %.1f%% (step %.2f ms)", 100 * rp.bubble, 1e3 * rp.step);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
     pipe_costs_from_layers(&r, P, V, f, b);
     c = (pipe_costs_t){f, b, msg};
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
     long want[16];
     int nw = strcmp(p->replay, "none") ? args_size_list(p->replay, want, 16, "replay") : 0;
     for (int i = 0; i < nw; i++) {
         int Q = (int)want[i];
         char why[200];
-        if (Q > 32 || pipe_schedule_valid(s->kind, Q, M, V, why, sizeof why) ||
+        if (Q > 32 || pipe_schedule_valid(s->kind, Q, M / K, V, why, sizeof why) ||
             tr->cfg.layers % (Q * V)) {
             if (Q > 32) snprintf(why, sizeof why, "at most 32 stages are replayed");
             else if (tr->cfg.layers % (Q * V))
@@ -174,7 +174,7 @@ static void summary(pipeline_t *p, train_t *tr) {
         double fq = pipe_bubble_formula(s->kind, Q, M, V);
         say("         replayed at %d stages (layer times): %.1f%% (formula %.1f%%), step %.2f ms\n", Q,
             100 * rp.bubble, 100 * fq, 1e3 * rp.step);
-        if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, Q, M, V, rp.bubble, fq, 1e3 * rp.step);
+        if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, Q, M / K, V, rp.bubble, fq, 1e3 * rp.step);
         if (gan) gantt_rows(gan, "replayed", &q, rp.t0, rp.t1);
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
@@ -195,7 +195,7 @@ static void summary(pipeline_t *p, train_t *tr) {
                 r.held_bytes[st] / r.held[st] / 1e6, r.held_bytes[st] / 1e6);
         else
             say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
-        if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
+        if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M / K, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
     }
     if (K > 1) slices_summary(&r, tr, P, M / K, K);
     /* bytes: every boundary between virtual stages carries M activations and M gradients */
