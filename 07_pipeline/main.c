@@ -34,7 +34,7 @@
 
 typedef struct {
     const char *schedule, *replay, *bubble_csv, *memory_csv, *gantt_csv;
-    int stages, dp, virt, show, slices;
+    int stages, dp, virt, show, slices, balance;
     double replay_gbps, replay_us;
     pipe_schedule_t s;
     runner_t e;
@@ -78,14 +78,16 @@ static void gantt_rows(FILE *f, const char *source, const pipe_schedule_t *s, do
 
 /* Token slices: the keys and values kept, against their formula, and each
  * slice's time (attention grows with the position: later slices cost more). */
-static void slices_summary(const runner_report_t *r, const train_t *tr, int P, int M, int K) {
+static void slices_summary(const runner_report_t *r, const train_t *tr, const int *pos, int P, int M, int K) {
     const model_t *m = &tr->model;
     /* per layer and micro-batch held: k and v of all T tokens, and the gradients the later
-     * slices add into, for all but the last slice's T / K tokens; GPipe order holds all M */
+     * slices add into, for the tokens before the last slice (pos[K-1]: T - T/K when equal);
+     * GPipe order holds all M */
     double kv = (double)tr->mb * m->KV * m->hd * dtype_size(m->dtype), T = m->T;
-    double want = (double)M * (tr->cfg.layers / P) * kv * (2 * T + 2 * (T - T / K));
+    double want = (double)M * (tr->cfg.layers / P) * kv * (2 * T + 2 * pos[K - 1]);
     say("keys and values kept per stage at the peak (k, v of every slice and the gradients later slices add "
-        "into them): formula M (L/P) B KV hd bytes (2 T + 2 (T - T/K)) = %.0f bytes\n", want);
+        "into them): formula M (L/P) B KV hd bytes (2 T + 2 x %d tokens before the last slice) = %.0f bytes\n",
+        pos[K - 1], want);
     for (int st = 0; st < P; st++) say("           stage %d: %.0f bytes measured\n", st, r->held_kv[st]);
     say("slices:  ms per forward | backward of each slice (mean over stages; attention grows with the position):\n");
     double f0 = 0, fl = 0;
@@ -97,7 +99,7 @@ static void slices_summary(const runner_report_t *r, const train_t *tr, int P, i
         }
         if (k == 0) f0 = f + b;
         if (k == K - 1) fl = f + b;
-        say("           slice %d, tokens %d-%d: %.3f | %.3f\n", k, k * m->T / K, (k + 1) * m->T / K - 1, 1e3 * f, 1e3 * b);
+        say("           slice %d, tokens %d-%d: %.3f | %.3f\n", k, pos[k], pos[k + 1] - 1, 1e3 * f, 1e3 * b);
     }
     say("           last slice / first slice (forward + backward): %.2f\n", f0 > 0 ? fl / f0 : 0.0);
 }
@@ -197,9 +199,11 @@ static void summary(pipeline_t *p, train_t *tr) {
             say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
         if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M / K, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
     }
-    if (K > 1) slices_summary(&r, tr, P, M / K, K);
+    if (K > 1) slices_summary(&r, tr, p->e.slice_pos, P, M / K, K);
     /* bytes: every boundary between virtual stages carries M activations and M gradients */
-    double per_msg = (double)p->e.msg_bytes, want_b = 2.0 * M * (P * V - 1) * per_msg;
+    /* (token slices: M K messages of a slice each, M of a whole sequence's worth) */
+    double per_msg = K > 1 ? (double)p->e.tok_elems * tr->model.T * dtype_size(tr->dtype) : (double)p->e.msg_bytes;
+    double want_b = 2.0 * (M / K) * (P * V - 1) * per_msg;
     say("sent:    %.0f bytes (%.3f MB) per step between the stages of one pipeline; formula 2 M (P V - 1) x "
         "%.0f bytes = %.0f\n", r.sent, r.sent / 1e6, per_msg, want_b);
     if (bub) out_close(bub, p->bubble_csv);
@@ -213,6 +217,7 @@ int main(int argc, char **argv) {
     arg_t flags[] = {
         {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|terapipe", 0, 0},
         {"slices", ARG_INT, &p.slices, "token slices per micro-batch for the terapipe schedule (0: 4 there, 1 elsewhere)", NULL, 0, 1e6},
+        {"balance", ARG_FLAG, &p.balance, "terapipe: slices of equal FLOPs (later slices shorter) instead of equal length", NULL, 0, 0},
         {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
         {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
@@ -244,6 +249,8 @@ int main(int argc, char **argv) {
     if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) usage_error("%s", why);
     int K = p.slices ? p.slices : kind == PIPE_TERAPIPE ? 4 : 1;
     if (K > 1 && kind != PIPE_TERAPIPE) usage_error("%d token slices need the terapipe schedule", K);
+    if (p.balance && K == 1) usage_error("--balance needs token slices (--schedule terapipe)");
+    if (p.balance && K > 64) usage_error("--balance cuts at most 64 slices");
     if (tr.cfg.seq % K) usage_error("%d token slices do not cut the sequence of %d tokens evenly", K, tr.cfg.seq);
     if (p.show) {   /* the picture, checked, and nothing else */
         build(&p.s, kind, P, M, V, K);
@@ -278,6 +285,12 @@ int main(int argc, char **argv) {
     char err[300];
     if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
     runner_init(&p.e, &p.s, &tr, tr.dp > 1 ? train_ddp(&tr, &p.gs, 1) : (grad_strategy_t){0}, 1, 1);
+    if (p.balance) {   /* a token's matmuls, and its attention per key (model_layer_forward_flops_per_token) */
+        int pos[65], T = tr.cfg.seq;
+        double b = 4.0 * tr.cfg.heads * tr.cfg.head_dim, a = model_layer_forward_flops_per_token(&tr.cfg) - b * T;
+        pipe_slices_balanced(T, K, a, b, pos);
+        runner_slices(&p.e, pos);
+    }
     say("pipeline: %s schedule, %d stage%s x %d chunk%s, %d micro-batches of %d sequence%s per step and "
         "replica, %d replica%s%s\n", p.schedule, P, P == 1 ? "" : "s", V, V == 1 ? "" : "s", M, tr.mb,
         tr.mb == 1 ? "" : "s", tr.dp, tr.dp == 1 ? "" : "s",
@@ -287,11 +300,14 @@ int main(int argc, char **argv) {
         stage_layers(lay, sizeof lay, P, V, L, st);
         say("          stage %d: %s\n", st, lay);
     }
-    say("          messages: %zu bytes each (%d x %d x %d %s), posted in groups between computes; the "
-        "lists passed the checker\n", p.e.msg_bytes, tr.mb, tr.cfg.seq / K, tr.cfg.dim, dtype_name(tr.dtype));
-    if (K > 1)
-        say("          each micro-batch's sequences cut into %d token slices of %d, run in order; a slice's "
-            "attention also reads the kept keys and values of the slices before it\n", K, tr.cfg.seq / K);
+    say("          messages: %zu bytes %s(%d x %d x %d %s), posted in groups between computes; the "
+        "lists passed the checker\n", p.e.msg_bytes, p.balance ? "at most " : "each ", tr.mb, (int)(p.e.msg_elems / p.e.tok_elems), tr.cfg.dim, dtype_name(tr.dtype));
+    if (K > 1) {
+        say("          each micro-batch's sequences cut into %d token slices, run in order (%s):", K,
+            p.balance ? "equal FLOPs" : "equal length");
+        for (int k = 0; k < K; k++) say(" [%d, %d)", p.e.slice_pos[k], p.e.slice_pos[k + 1]);
+        say("; a slice's attention also reads the kept keys and values of the slices before it\n");
+    }
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, runner_step, &p.e);
     summary(&p, &tr);

@@ -3,6 +3,7 @@
  * the lists are plain data, so the tests check them by themselves. */
 #include "schedule.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,20 @@ void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int
 void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K) {
     if (K < 1) die("pipeline: %d token slices", K);
     build(s, PIPE_TERAPIPE, P, M * K, 1, K, 1);
+}
+
+void pipe_slices_balanced(int T, int K, double a, double b, int *pos) {
+    if (K < 1 || T < K) die("pipeline: %d slices of %d tokens", K, T);
+#define COST(t) (a * (t) + b * (t) * ((t) + 1.0) / 2)   /* tokens [0, t) */
+    pos[0] = 0;
+    for (int k = 1; k < K; k++) {
+        double want = COST(T) * k / K;
+        int t = pos[k - 1] + 1;
+        while (t < T - (K - k) && fabs(COST(t + 1) - want) < fabs(COST(t) - want)) t++;
+        pos[k] = t;
+    }
+#undef COST
+    pos[K] = T;
 }
 
 void pipe_schedule_ungroup(pipe_schedule_t *s) {

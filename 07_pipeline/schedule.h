@@ -49,6 +49,13 @@ void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int
  * backward adds into the key and value gradients of the slices before it).
  * The schedule's M is M K units. */
 void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K);
+/* Slice boundaries of equal cost: the token at position t costs a + b (t + 1)
+ * (a: its matmuls, b: its attention per key it sees; the causal square makes
+ * later tokens dearer), and slice k = [pos[k], pos[k + 1]) gets the tokens
+ * whose cost sums closest to its share k / K of the whole, at least one each
+ * (TeraPipe chooses them by dynamic programming over measured times; this is
+ * its cost model in closed form). pos has K + 1 entries, pos[K] = T >= K. */
+void pipe_slices_balanced(int T, int K, double a, double b, int *pos);
 /* The same compute order lowered without grouping any SEND with the next
  * RECV (for the tests: 1F1B then deadlocks when sends wait for receives). */
 void pipe_schedule_ungroup(pipe_schedule_t *s);

@@ -20,13 +20,13 @@ static double elapsed(const runner_t *e) { return now_s() - e->t_zero; }
 /* ---- pools: micro-batch objects per chunk, message buffers ------------------------------ */
 /* The object of unit mb through chunk c; pools per (chunk, slice). */
 static model_acts_t *acts_get(runner_t *e, int c, int B, int mb) {
-    int M = e->s->M, K = e->s->slices, k = mb % K, pl = c * K + k, len = e->m->T / K;
+    int M = e->s->M, K = e->s->slices, k = mb % K, pl = c * K + k;
     model_acts_t *a;
     if (e->pool_free[pl] > 0) {
         a = e->pool[pl * M + --e->pool_free[pl]];
     } else {
         a = xmalloc(sizeof *a);
-        if (K > 1) model_acts_init_slice(e->m, a, c, B, k * len, len);
+        if (K > 1) model_acts_init_slice(e->m, a, c, B, e->slice_pos[k], e->slice_pos[k + 1] - e->slice_pos[k]);
         else model_acts_init(e->m, a, c, B, e->keep);
         e->made[pl]++;
     }
@@ -44,7 +44,9 @@ static model_acts_t *acts_get(runner_t *e, int c, int B, int mb) {
 }
 
 static void acts_put(runner_t *e, model_acts_t *a) {
-    int K = e->s->slices, pl = a->chunk * K + a->pos / a->Tc % K;
+    int K = e->s->slices, k = 0;
+    while (k < K - 1 && e->slice_pos[k] != a->pos) k++;
+    int pl = a->chunk * K + k;
     e->held--;
     e->held_bytes -= (double)a->bytes;
     e->held_kv -= (double)a->kv_bytes;
@@ -142,6 +144,9 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1) / K;   /* one slice's */
     e->msg_elems = rows * m->cfg.dim;
     e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
+    e->tok_elems = e->msg_elems * K / m->T;
+    e->slice_pos = xmalloc(sizeof(int) * ((size_t)K + 1));
+    for (int k = 0; k <= K; k++) e->slice_pos[k] = k * (m->T / K);
     int n = e->n = s->n[e->stage], MV = s->M * s->V;
     const pipe_action_t *a = s->a[e->stage];
     e->in_action = xmalloc(sizeof(int) * (size_t)n);
@@ -197,6 +202,25 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     }
 }
 
+void runner_slices(runner_t *e, const int *pos) {
+    int K = e->s->slices, most = 0;
+    if (pos[0] != 0 || pos[K] != e->m->T) die("runner: slices cover [%d, %d), not the %d tokens", pos[0], pos[K], e->m->T);
+    for (int k = 0; k < K; k++) {
+        if (pos[k + 1] <= pos[k]) die("runner: slice %d is [%d, %d)", k, pos[k], pos[k + 1]);
+        if (pos[k + 1] - pos[k] > most) most = pos[k + 1] - pos[k];
+        e->slice_pos[k] = pos[k];
+    }
+    e->slice_pos[K] = pos[K];
+    e->msg_elems = e->tok_elems * most;   /* buffers for the longest slice */
+    e->msg_bytes = e->msg_elems * dtype_size(e->m->dtype);
+}
+
+/* Elements of unit mb's messages: its slice's. */
+static size_t msg_elems_of(const runner_t *e, int mb) {
+    int K = e->s->slices, k = mb % K;
+    return K > 1 ? e->tok_elems * (size_t)(e->slice_pos[k + 1] - e->slice_pos[k]) : e->msg_elems;
+}
+
 void runner_add_seam(runner_t *e, const double *seconds) {
     if (e->nseams == RUNNER_SEAMS) die("runner: more than %d seam counters", RUNNER_SEAMS);
     e->seam[e->nseams++] = seconds;
@@ -215,7 +239,7 @@ void runner_free(runner_t *e) {
     free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
     free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
     free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd);
-    free(e->unit_s[0]); free(e->unit_s[1]); free(e->slice_s[0]); free(e->slice_s[1]);
+    free(e->unit_s[0]); free(e->unit_s[1]); free(e->slice_s[0]); free(e->slice_s[1]); free(e->slice_pos);
     pipe_schedule_free(&e->one_stage);
     memset(e, 0, sizeof *e);
 }
@@ -226,21 +250,22 @@ static void post(runner_t *e, int i, int B) {
     const pipe_action_t *a = &s->a[e->stage][i];
     int k = a->mb * s->V + a->chunk;
     dtype_t t = e->m->dtype;
+    size_t n = msg_elems_of(e, a->mb);
     e->last_post = i;
     if (a->op == PA_RECV && a->msg == PM_ACT) {
         e->acts[k] = acts_get(e, a->chunk, B, a->mb);
-        comm_irecv(e->comm, e->acts[k]->resid[0], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_irecv(e->comm, e->acts[k]->resid[0], n, t, a->peer, &e->req[i]);
     } else if (a->op == PA_RECV) {
         e->grad_in[k] = buf_get(e);
-        comm_irecv(e->comm, e->grad_in[k], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_irecv(e->comm, e->grad_in[k], n, t, a->peer, &e->req[i]);
     } else if (a->msg == PM_ACT) {
         model_acts_t *x = e->acts[k];
-        comm_isend(e->comm, x->resid[x->n_layers], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_isend(e->comm, x->resid[x->n_layers], n, t, a->peer, &e->req[i]);
     } else {
         e->send_buf[i] = e->grad_out[k];
         e->grad_out[k] = NULL;
         e->pending[e->npending++] = i;
-        comm_isend(e->comm, e->send_buf[i], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_isend(e->comm, e->send_buf[i], n, t, a->peer, &e->req[i]);
     }
 }
 
@@ -301,7 +326,7 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
             e->grad_in[k] = NULL;
             if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
                 e->grad_out[k] = buf_get(e);
-                dev_copy(e->dev, e->grad_out[k], model_grad_input(m), e->msg_bytes);
+                dev_copy(e->dev, e->grad_out[k], model_grad_input(m), msg_elems_of(e, a->mb) * dtype_size(m->dtype));
             }
         }
         if (e->sync) dev_sync(e->dev);

@@ -127,6 +127,8 @@ typedef struct {
     /* token slices (s->slices = K > 1) */
     double held_kv, held_kv_peak;  /* bytes of keys and values (model_acts_t kv_bytes) held */
     double *slice_s[2];        /* (K) forward, backward seconds per slice, summed over the timed steps */
+    int *slice_pos;            /* (K + 1) slice k holds the tokens [slice_pos[k], slice_pos[k + 1]) */
+    size_t tok_elems;          /* elements of a message per token position */
 } runner_t;
 
 /* Set up the runner of tr->model for this rank's stage of schedule s (the
@@ -135,6 +137,9 @@ typedef struct {
  * to synchronise: (grad_strategy_t){0}). Adds a unit hook to the model. */
 void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strategy_t gs, int sync,
                  int time_units);
+/* Token slices of other lengths than seq / K (before the first step): slice
+ * k holds the tokens [pos[k], pos[k + 1]), pos[0] = 0, pos[K] = seq. */
+void runner_slices(runner_t *e, const int *pos);
 /* Blocking communication inside the units: *seconds grows by its time. */
 void runner_add_seam(runner_t *e, const double *seconds);
 /* One optimizer step's forward and backward passes: zeroes the gradients

@@ -160,6 +160,32 @@ TEST(schedule_terapipe_passes_the_checker_and_replays_to_its_formula) {
     printf("%d terapipe schedules checked and replayed\n", n);
 }
 
+/* Balanced slices: with b = 0 every slice has T / K tokens; with the
+ * attention term each slice's cost is within one token's cost of 1/K of
+ * the whole, and later slices are no longer than earlier ones. */
+TEST(schedule_balanced_slices_share_the_cost_within_one_token) {
+    int pos[9];
+    pipe_slices_balanced(64, 8, 1, 0, pos);
+    for (int k = 0; k <= 8; k++)
+        if (pos[k] != 8 * k) UNIT_FAIL("equal costs: boundary %d at %d, want %d", k, pos[k], 8 * k);
+    double a = 144, b = 1;   /* about the tests' tiny model: matmuls 144 keys' worth of attention */
+    for (int T = 8; T <= 512; T *= 4)
+        for (int K = 1; K <= 8; K++) {
+            pipe_slices_balanced(T, K, a, b, pos);
+            double total = a * T + b * T * (T + 1.0) / 2, dear = a + b * T;
+            for (int k = 0; k < K; k++) {
+                double c = a * (pos[k + 1] - pos[k]) + b * ((double)pos[k + 1] * (pos[k + 1] + 1) - (double)pos[k] * (pos[k] + 1)) / 2;
+                if (pos[k + 1] <= pos[k] || fabs(c - total / K) > dear + 1e-9)
+                    UNIT_FAIL("T %d K %d: slice %d [%d, %d) costs %g, its share is %g (one token: %g)", T, K, k,
+                              pos[k], pos[k + 1], c, total / K, dear);
+                if (k > 0 && T >= 8 * K && pos[k + 1] - pos[k] > pos[k] - pos[k - 1] + 1)
+                    UNIT_FAIL("T %d K %d: slice %d has %d tokens, the one before %d", T, K, k, pos[k + 1] - pos[k],
+                              pos[k] - pos[k - 1]);
+            }
+            if (pos[0] != 0 || pos[K] != T) UNIT_FAIL("T %d K %d: slices cover [%d, %d)", T, K, pos[0], pos[K]);
+        }
+}
+
 /* ---- the checker catches broken lists ---------------------------------------------------- */
 static void expect_refused(const pipe_schedule_t *s, const char *want, const char *what) {
     char err[400] = "";
