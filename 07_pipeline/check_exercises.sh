@@ -13,7 +13,7 @@ pipeline=$root/07_pipeline/pipeline
 [ -x "$pipeline" ] || { echo "error: $pipeline is not built: run make first" >&2; exit 2; }
 
 # What the schedule grid counts: "busy ... bubble 3/11 = 27.3%" and "stage 0: 11".
-show() { "$pipeline" --show-schedule --schedule "$1" --stages "$2" --micro "$3"; }
+show() { "$pipeline" --show-schedule --schedule "$1" --stages "$2" --micro "$3" "${@:4}"; }
 bubble() { show "$@" | sed -nE 's|.*bubble ([0-9]+)/([0-9]+) = .*|\1 \2|p' | awk '{ print $1 / $2 }'; }
 held0() { show "$@" | sed -nE 's/^activations held .*stage 0: ([0-9]+) .*/\1/p'; }
 b_1f1b=$(bubble 1f1b 4 8)
@@ -21,7 +21,8 @@ b_gpipe_lecture=$(bubble gpipe 4 4)
 b_inter=$(bubble interleaved 4 8)
 h_inter=$(held0 interleaved 4 8)
 h_1f1b=$(held0 1f1b 4 8)
-for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b"; do
+b_tera=$(bubble terapipe 8 2 --slices 4)
+for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$b_tera"; do
     [ -n "$v" ] || { echo "error: could not read the bubble or the activations from pipeline --show-schedule" >&2; exit 2; }
 done
 
@@ -42,7 +43,9 @@ program='BEGIN {
     want("ex3_extra_us_8_stages", 2 * 7 * t * 1e6, 0.01, "the fill and the drain each cross P - 1 links")
     # 4. zero bubble: ZB-H1 against 1F1B with t_F = t_B = t_W
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
+    # 5. TeraPipe, 8 stages, 2 micro-batches of 4 token slices each, equal slices
+    want("ex5_terapipe_bubble_percent", 100 * b_tera, 0.005, "(P-1)/(M K+P-1), in slice slots")
 }
 END { finish("07") }'
 check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
-    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b"
+    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v b_tera="$b_tera"
