@@ -1,5 +1,6 @@
 # bubble.gp: the pipeline bubble (idle share of the step) against the
-# micro-batches per step, one panel per stage count: the formulas as lines,
+# micro-batches per step, one panel per stage count (TeraPipe with K = 4
+# token slices beside the others): the formulas as lines,
 # measured points on 2 stages (2 ranks) and replayed points on 4 and 8 (the
 # same schedules on a clock, with the layer times measured in the same runs).
 # Rows come from 07_pipeline/sweep_bubble.sh.

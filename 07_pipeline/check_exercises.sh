@@ -43,8 +43,8 @@ program='BEGIN {
     want("ex3_extra_us_8_stages", 2 * 7 * t * 1e6, 0.01, "the fill and the drain each cross P - 1 links")
     # 4. zero bubble: ZB-H1 against 1F1B with t_F = t_B = t_W
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
-    # 5. TeraPipe, 8 stages, 2 micro-batches of 4 token slices each, equal slices
-    want("ex5_terapipe_bubble_percent", 100 * b_tera, 0.005, "(P-1)/(M K+P-1), in slice slots")
+    # 7. TeraPipe, 8 stages, 2 micro-batches of 4 token slices each, equal slices
+    want("ex7_terapipe_bubble_percent", 100 * b_tera, 0.005, "(P-1)/(M K+P-1), in slice slots")
 }
 END { finish("07") }'
 check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
