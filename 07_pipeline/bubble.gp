@@ -1,5 +1,6 @@
 # bubble.gp: the pipeline bubble (idle share of the step) against the
-# micro-batches per step, one panel per stage count: the formulas as lines,
+# micro-batches per step, one panel per stage count (TeraPipe with K = 4
+# token slices beside the others): the formulas as lines,
 # measured points on 2 stages (2 ranks) and replayed points on 4 and 8 (the
 # same schedules on a clock, with the layer times measured in the same runs).
 # Rows come from 07_pipeline/sweep_bubble.sh.
@@ -28,9 +29,11 @@ do for [i = 1:3] {
     plot 100.0 * (P - 1) / P ls 9 dt 2 title "naive (P-1)/P", \
          100.0 * (P - 1) / (x + P - 1) ls 1 dt 2 title "GPipe, 1F1B (P-1)/(M+P-1)", \
          100.0 * (P - 1) / (2 * x + P - 1) ls 3 dt 2 title "interleaved, V=2: (P-1)/(VM+P-1)", \
+         100.0 * (P - 1) / (4 * x + P - 1) ls 4 dt 2 title "TeraPipe, K=4: (P-1)/(MK+P-1)", \
          csv skip 1 using (sel("naive", P, src) ? $3 : NaN):(100 * $6) with points ls 9 pt (P == 2 ? 7 : 6) title "naive", \
          csv skip 1 using (sel("gpipe", P, src) ? $3 * 0.94 : NaN):(100 * $6) with points ls 1 pt (P == 2 ? 5 : 4) title "GPipe", \
          csv skip 1 using (sel("1f1b", P, src) ? $3 * 1.06 : NaN):(100 * $6) with points ls 2 pt (P == 2 ? 7 : 6) title "1F1B", \
-         csv skip 1 using (sel("interleaved", P, src) ? $3 : NaN):(100 * $6) with points ls 3 pt (P == 2 ? 9 : 8) ps 1.2 title "interleaved"
+         csv skip 1 using (sel("interleaved", P, src) ? $3 : NaN):(100 * $6) with points ls 3 pt (P == 2 ? 9 : 8) ps 1.2 title "interleaved", \
+         csv skip 1 using (sel("terapipe", P, src) ? $3 : NaN):(100 * $6) with points ls 4 pt (P == 2 ? 11 : 10) ps 1.2 title "TeraPipe"
 }
 unset multiplot

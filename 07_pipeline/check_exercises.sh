@@ -13,7 +13,7 @@ pipeline=$root/07_pipeline/pipeline
 [ -x "$pipeline" ] || { echo "error: $pipeline is not built: run make first" >&2; exit 2; }
 
 # What the schedule grid counts: "busy ... bubble 3/11 = 27.3%" and "stage 0: 11".
-show() { "$pipeline" --show-schedule --schedule "$1" --stages "$2" --micro "$3"; }
+show() { "$pipeline" --show-schedule --schedule "$1" --stages "$2" --micro "$3" "${@:4}"; }
 bubble() { show "$@" | sed -nE 's|.*bubble ([0-9]+)/([0-9]+) = .*|\1 \2|p' | awk '{ print $1 / $2 }'; }
 held0() { show "$@" | sed -nE 's/^activations held .*stage 0: ([0-9]+) .*/\1/p'; }
 b_1f1b=$(bubble 1f1b 4 8)
@@ -28,7 +28,8 @@ plan=$root/10_nd_llama/plan
 gemm_ms=$(for b in 1 2 4 8 16; do "$plan" --gemm-table "$root/01_matmul_hfu/reference/h100_hfu.csv" \
               --gemm-at $((b * 256)),4096,4096 | sed -nE "s/.* = ([0-9.e+-]+) ms$/$b \1/p"; done | tr '\n' ' ')
 b_zbh1=$(bubble zbh1 4 8)
-for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$b_zbh1" "$gemm_ms"; do
+b_tera=$(bubble terapipe 8 2 --slices 4)
+for v in "$b_1f1b" "$b_gpipe_lecture" "$b_inter" "$h_inter" "$h_1f1b" "$b_zbh1" "$gemm_ms" "$b_tera"; do
     [ -n "$v" ] || { echo "error: could not read the bubble or the activations from pipeline --show-schedule" >&2; exit 2; }
 done
 
@@ -51,15 +52,18 @@ program='BEGIN {
     want("ex4_zb_h1_over_1f1b", (1 + 1 - 1) / (1 + 1 + 1), 0.005, "(t_F + t_B - t_W) / (t_F + t_B + t_W)")
     want("ex4_zbh1_bubble_percent", 100 * b_zbh1, 0.005, "(P-1)/(3M+P-1): idle slots of F, B and W over all of them")
     # 5. the micro-batch size at a batch of 16 on 2 stages: step ~ (16 / b + 1) t(b)
-    n = split(gemm_ms, g, " ")
-    for (i = 1; i < n; i += 2) {
+    ng = split(gemm_ms, g, " ")   # not n: want() counts the answers in n
+    for (i = 1; i < ng; i += 2) {
         step = (16 / g[i] + 1) * g[i + 1]
         if (!best || step < best) { best = step; best_b = g[i] }
         if (g[i] == 1) step1 = step
     }
     want("ex5_best_micro_batch", best_b, 0, "the shortest (M + P - 1) t(b), M = 16 / b")
     want("ex5_b1_slower_percent", 100 * (step1 / best - 1), 0.01, "b = 1: the smallest bubble, the slowest GEMMs")
+    # 6. TeraPipe, 8 stages, 2 micro-batches of 4 token slices each, equal slices
+    want("ex6_terapipe_bubble_percent", 100 * b_tera, 0.005, "(P-1)/(M K+P-1), in slice slots")
 }
 END { finish("07") }'
 check "$program" -v b_1f1b="$b_1f1b" -v b_gpipe_lecture="$b_gpipe_lecture" -v b_inter="$b_inter" \
-    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v b_zbh1="$b_zbh1" -v gemm_ms="$gemm_ms"
+    -v h_inter="$h_inter" -v h_1f1b="$h_1f1b" -v b_zbh1="$b_zbh1" -v gemm_ms="$gemm_ms" \
+    -v b_tera="$b_tera"

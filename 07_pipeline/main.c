@@ -6,6 +6,7 @@
  *   mpirun -np 2 ./07_pipeline/pipeline --schedule 1f1b --micro 8
  *   mpirun -np 4 ./07_pipeline/pipeline --schedule interleaved --dp 2 --micro 4
  *   ./07_pipeline/pipeline --show-schedule --schedule gpipe --stages 4 --micro 4
+ *   mpirun -np 4 ./07_pipeline/pipeline --schedule terapipe --slices 4 --micro 2
  *
  * The world is --stages x --dp ranks: stages are consecutive ranks (one
  * pipeline), --dp pipelines are data-parallel replicas whose gradients are
@@ -33,12 +34,17 @@
 
 typedef struct {
     const char *schedule, *replay, *bubble_csv, *memory_csv, *gantt_csv;
-    int stages, dp, virt, show;
+    int stages, dp, virt, show, slices, balance;
     double replay_gbps, replay_us;
     pipe_schedule_t s;
     runner_t e;
     grad_sync_t gs;
 } pipeline_t;
+
+static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int K) {
+    if (kind == PIPE_TERAPIPE) pipe_schedule_terapipe(s, P, M, K);
+    else pipe_schedule_build(s, kind, P, M, V);
+}
 
 /* "embedding + layers 0-3" for a stage's chunks. */
 static void stage_layers(char *buf, size_t len, int P, int V, int L, int st) {
@@ -82,15 +88,43 @@ static void split_costs(const runner_report_t *r, int n, double *b, double *w) {
     }
 }
 
+/* Token slices: the keys and values kept, against their formula, and each
+ * slice's time (attention grows with the position: later slices cost more). */
+static void slices_summary(const runner_report_t *r, const train_t *tr, const int *pos, int P, int M, int K) {
+    const model_t *m = &tr->model;
+    /* per layer and micro-batch held: k and v of all T tokens, and the gradients the later
+     * slices add into, for the tokens before the last slice (pos[K-1]: T - T/K when equal);
+     * GPipe order holds all M */
+    double kv = (double)tr->mb * m->KV * m->hd * dtype_size(m->dtype), T = m->T;
+    double want = (double)M * (tr->cfg.layers / P) * kv * (2 * T + 2 * pos[K - 1]);
+    say("keys and values kept per stage at the peak (k, v of every slice and the gradients later slices add "
+        "into them): formula M (L/P) B KV hd bytes (2 T + 2 x %d tokens before the last slice) = %.0f bytes\n",
+        pos[K - 1], want);
+    for (int st = 0; st < P; st++) say("           stage %d: %.0f bytes measured\n", st, r->held_kv[st]);
+    say("slices:  ms per forward | backward of each slice (mean over stages; attention grows with the position):\n");
+    double f0 = 0, fl = 0;
+    for (int k = 0; k < K; k++) {
+        double f = 0, b = 0;
+        for (int st = 0; st < P; st++) {
+            f += r->slice_fwd[st * K + k] / P;
+            b += r->slice_bwd[st * K + k] / P;
+        }
+        if (k == 0) f0 = f + b;
+        if (k == K - 1) fl = f + b;
+        say("           slice %d, tokens %d-%d: %.3f | %.3f\n", k, pos[k], pos[k + 1] - 1, 1e3 * f, 1e3 * b);
+    }
+    say("           last slice / first slice (forward + backward): %.2f\n", f0 > 0 ? fl / f0 : 0.0);
+}
+
 /* The summary after the run: measured against formula and replay. */
 static void summary(pipeline_t *p, train_t *tr) {
     const pipe_schedule_t *s = &p->s;
-    int P = s->P, M = s->M, V = s->V;
+    int P = s->P, M = s->M, V = s->V, K = s->slices;   /* M: units (micro-batches x K) */
     runner_report_t r;
     runner_report(&p->e, MPI_COMM_WORLD, tr->dp, tr->dp_rank, &r);
     double formula = pipe_bubble_formula(s->kind, P, M, V);
     static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)",
-                                            "(P-1)/(3M+P-1)"};
+                                            "(P-1)/(3M+P-1)", "(P-1)/(M K+P-1)"};
     const char *kind = pipe_kind_name[s->kind];
     double measured = 0, span = 0;
     for (int st = 0; st < P; st++) {
@@ -102,15 +136,17 @@ static void summary(pipeline_t *p, train_t *tr) {
     if (tr->dist.rank == 0 && p->gantt_csv) gan = csv_open(p->gantt_csv, GANTT_HEADER);
     char chunks[32] = "";
     if (V > 1) snprintf(chunks, sizeof chunks, " x %d chunks", V);
-    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s: formula %s = %.1f%%\n", kind, P, P == 1 ? "" : "s",
-        chunks, M, M == 1 ? "" : "es", fname[s->kind], 100 * formula);
+    char slices[32] = "";
+    if (K > 1) snprintf(slices, sizeof slices, " x %d slices", K);
+    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s%s: formula %s = %.1f%%\n", kind, P, P == 1 ? "" : "s",
+        chunks, M / K, M / K == 1 ? "" : "es", slices, fname[s->kind], 100 * formula);
     say("         measured, steps %ld-%d (idle / step, mean over stages): %.1f%%\n", tr->start + 2, tr->o.steps,
         100 * measured);
     for (int st = 0; st < P; st++)
         say("           stage %d: busy %.3f + idle %.3f + other %.3f = step %.3f ms (idle %.1f%%)\n", st,
             1e3 * r.busy[st], 1e3 * r.idle[st], 1e3 * (r.span[st] - r.busy[st] - r.idle[st]), 1e3 * r.span[st],
             r.span[st] > 0 ? 100 * r.idle[st] / r.span[st] : 0.0);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f\n", kind, P, M, V, measured, formula, 1e3 * span);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f\n", kind, P, M / K, V, measured, formula, 1e3 * span);
     if (gan) gantt_rows(gan, "measured", s, r.t0, r.t1);
 
     /* the same lists on a clock: with this run's action times, then with its layer times */
@@ -122,14 +158,14 @@ static void summary(pipeline_t *p, train_t *tr) {
     pipe_replay_t rp;
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("         replayed with this run's action times: %.1f%% (step %.2f ms)", 100 * rp.bubble, 1e3 * rp.step);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
     pipe_costs_from_layers(&r, P, V, f, b);
     if (p->e.split) split_costs(&r, P * V, b, w);
     c = (pipe_costs_t){f, b, msg, w};
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M, V, rp.bubble, formula, 1e3 * rp.step);
+    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
     pipe_replay_free(&rp);
     if (p->e.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
         double tf = 0, tb = 0, tw = 0;
@@ -153,7 +189,7 @@ static void summary(pipeline_t *p, train_t *tr) {
     for (int i = 0; i < nw; i++) {
         int Q = (int)want[i];
         char why[200];
-        if (Q > 32 || pipe_schedule_valid(s->kind, Q, M, V, why, sizeof why) ||
+        if (Q > 32 || pipe_schedule_valid(s->kind, Q, M / K, V, why, sizeof why) ||
             tr->cfg.layers % (Q * V)) {
             if (Q > 32) snprintf(why, sizeof why, "at most 32 stages are replayed");
             else if (tr->cfg.layers % (Q * V))
@@ -162,7 +198,8 @@ static void summary(pipeline_t *p, train_t *tr) {
             continue;
         }
         pipe_schedule_t q;
-        pipe_schedule_build(&q, s->kind, Q, M, V);
+        if (K > 1) pipe_schedule_terapipe(&q, Q, M / K, K);
+        else pipe_schedule_build(&q, s->kind, Q, M, V);
         pipe_costs_from_layers(&r, Q, V, f, b);
         if (p->e.split) split_costs(&r, Q * V, b, w);
         c = (pipe_costs_t){f, b, msg, w};
@@ -170,7 +207,7 @@ static void summary(pipeline_t *p, train_t *tr) {
         double fq = pipe_bubble_formula(s->kind, Q, M, V);
         say("         replayed at %d stages (layer times): %.1f%% (formula %.1f%%), step %.2f ms\n", Q,
             100 * rp.bubble, 100 * fq, 1e3 * rp.step);
-        if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, Q, M, V, rp.bubble, fq, 1e3 * rp.step);
+        if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, Q, M / K, V, rp.bubble, fq, 1e3 * rp.step);
         if (gan) gantt_rows(gan, "replayed", &q, rp.t0, rp.t1);
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
@@ -181,9 +218,9 @@ static void summary(pipeline_t *p, train_t *tr) {
     /* memory: activations held at the peak, against the schedule's promise */
     FILE *mem = tr->dist.rank == 0 && p->memory_csv ? csv_open(p->memory_csv, MEMORY_HEADER) : NULL;
     static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
-                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)", "min(M, P)"};
+                                              "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)", "min(M, P)", "M K"};
     say("memory:  activations held at the peak, measured, in %smicro-batches (%s promises %s):\n",
-        V > 1 ? "chunk " : "", kind, promise[s->kind]);
+        V > 1 ? "chunk " : K > 1 ? "slice " : "", kind, promise[s->kind]);
     for (int st = 0; st < P; st++) {
         int bound = pipe_inflight_bound(s->kind, P, M, V, st);
         if (V == 1 && r.held[st] > 0)
@@ -191,7 +228,7 @@ static void summary(pipeline_t *p, train_t *tr) {
                 r.held_bytes[st] / r.held[st] / 1e6, r.held_bytes[st] / 1e6);
         else
             say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
-        if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
+        if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M / K, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
     }
     if (p->e.split) {   /* what W's deferral costs: every object keeps its linears' output gradients */
         say("         of which kept from B for W (each linear's output gradient, model_dout_bytes):\n");
@@ -199,8 +236,11 @@ static void summary(pipeline_t *p, train_t *tr) {
             say("           stage %d: %d x %.4f MB = %.4f MB; W's waiting at most: %d\n", st, r.held[st],
                 r.dout_bytes[st] / 1e6, r.held[st] * r.dout_bytes[st] / 1e6, pipe_deferred_max(s, st));
     }
+    if (K > 1) slices_summary(&r, tr, p->e.slice_pos, P, M / K, K);
     /* bytes: every boundary between virtual stages carries M activations and M gradients */
-    double per_msg = (double)p->e.msg_bytes, want_b = 2.0 * M * (P * V - 1) * per_msg;
+    /* (token slices: M K messages of a slice each, M of a whole sequence's worth) */
+    double per_msg = K > 1 ? (double)p->e.tok_elems * tr->model.T * dtype_size(tr->dtype) : (double)p->e.msg_bytes;
+    double want_b = 2.0 * (M / K) * (P * V - 1) * per_msg;
     say("sent:    %.0f bytes (%.3f MB) per step between the stages of one pipeline; formula 2 M (P V - 1) x "
         "%.0f bytes = %.0f\n", r.sent, r.sent / 1e6, per_msg, want_b);
     if (bub) out_close(bub, p->bubble_csv);
@@ -212,7 +252,9 @@ static void summary(pipeline_t *p, train_t *tr) {
 int main(int argc, char **argv) {
     pipeline_t p = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
     arg_t flags[] = {
-        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|zbh1", 0, 0},
+        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|zbh1|terapipe", 0, 0},
+        {"slices", ARG_INT, &p.slices, "token slices per micro-batch for the terapipe schedule (0: 4 there, 1 elsewhere)", NULL, 0, 1e6},
+        {"balance", ARG_FLAG, &p.balance, "terapipe: slices of equal FLOPs (later slices shorter) instead of equal length", NULL, 0, 0},
         {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
         {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
         {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
@@ -228,8 +270,9 @@ int main(int argc, char **argv) {
         "07_pipeline", "07_pipeline/pipeline", "pipeline parallelism",
         "Pipeline-parallel training of the Llama-style model: the layers cut into\n"
         "stages, micro-batches flowing through them under a schedule (naive, GPipe,\n"
-        "1F1B, interleaved 1F1B, ZB-H1), the bubble measured, replayed and set beside its\n"
-        "formula; data-parallel replicas of the pipeline with --dp.", flags, ARRAY_LEN(flags)};
+        "1F1B, interleaved 1F1B, ZB-H1, TeraPipe's token slices), the bubble measured,\n"
+        "replayed and set beside its formula; data-parallel replicas of the pipeline\n"
+        "with --dp.", flags, ARRAY_LEN(flags)};
     train_t tr;
     train_defaults(&tr);
     tr.o.micro = 8;    /* the pipeline's defaults: 8 micro-batches, 8 layers (2, 4 or 8 stages) */
@@ -242,8 +285,13 @@ int main(int argc, char **argv) {
     int P = p.stages, V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
     char why[200];
     if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) usage_error("%s", why);
+    int K = p.slices ? p.slices : kind == PIPE_TERAPIPE ? 4 : 1;
+    if (K > 1 && kind != PIPE_TERAPIPE) usage_error("%d token slices need the terapipe schedule", K);
+    if (p.balance && K == 1) usage_error("--balance needs token slices (--schedule terapipe)");
+    if (p.balance && K > 64) usage_error("--balance cuts at most 64 slices");
+    if (tr.cfg.seq % K) usage_error("%d token slices do not cut the sequence of %d tokens evenly", K, tr.cfg.seq);
     if (p.show) {   /* the picture, checked, and nothing else */
-        pipe_schedule_build(&p.s, kind, P, M, V);
+        build(&p.s, kind, P, M, V, K);
         char err[300];
         if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
         if (tr.dist.rank == 0) {
@@ -271,10 +319,16 @@ int main(int argc, char **argv) {
     int stage = tr.mesh.coord[AXIS_PP];
     if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, P, stage, V);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    pipe_schedule_build(&p.s, kind, P, M, V);
+    build(&p.s, kind, P, M, V, K);
     char err[300];
     if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
     runner_init(&p.e, &p.s, &tr, tr.dp > 1 ? train_ddp(&tr, &p.gs, 1) : (grad_strategy_t){0}, 1, 1);
+    if (p.balance) {   /* a token's matmuls, and its attention per key (model_layer_forward_flops_per_token) */
+        int pos[65], T = tr.cfg.seq;
+        double b = 4.0 * tr.cfg.heads * tr.cfg.head_dim, a = model_layer_forward_flops_per_token(&tr.cfg) - b * T;
+        pipe_slices_balanced(T, K, a, b, pos);
+        runner_slices(&p.e, pos);
+    }
     say("pipeline: %s schedule, %d stage%s x %d chunk%s, %d micro-batches of %d sequence%s per step and "
         "replica, %d replica%s%s\n", p.schedule, P, P == 1 ? "" : "s", V, V == 1 ? "" : "s", M, tr.mb,
         tr.mb == 1 ? "" : "s", tr.dp, tr.dp == 1 ? "" : "s",
@@ -284,8 +338,14 @@ int main(int argc, char **argv) {
         stage_layers(lay, sizeof lay, P, V, L, st);
         say("          stage %d: %s\n", st, lay);
     }
-    say("          messages: %zu bytes each (%d x %d x %d %s), posted in groups between computes; the "
-        "lists passed the checker\n", p.e.msg_bytes, tr.mb, tr.cfg.seq, tr.cfg.dim, dtype_name(tr.dtype));
+    say("          messages: %zu bytes %s(%d x %d x %d %s), posted in groups between computes; the "
+        "lists passed the checker\n", p.e.msg_bytes, p.balance ? "at most " : "each ", tr.mb, (int)(p.e.msg_elems / p.e.tok_elems), tr.cfg.dim, dtype_name(tr.dtype));
+    if (K > 1) {
+        say("          each micro-batch's sequences cut into %d token slices, run in order (%s):", K,
+            p.balance ? "equal FLOPs" : "equal length");
+        for (int k = 0; k < K; k++) say(" [%d, %d)", p.e.slice_pos[k], p.e.slice_pos[k + 1]);
+        say("; a slice's attention also reads the kept keys and values of the slices before it\n");
+    }
     train_optimizer(&tr, NULL, 0, 0);
     train_run(&tr, runner_step, &p.e);
     summary(&p, &tr);

@@ -3,13 +3,14 @@
  * the lists are plain data, so the tests check them by themselves. */
 #include "schedule.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 
-const char *const pipe_kind_name[PIPE_KINDS] = {"naive", "gpipe", "1f1b", "interleaved", "zbh1"};
+const char *const pipe_kind_name[PIPE_KINDS] = {"naive", "gpipe", "1f1b", "interleaved", "zbh1", "terapipe"};
 
 int pipe_kind_parse(const char *name) {
     for (int k = 0; k < PIPE_KINDS; k++)
@@ -46,7 +47,7 @@ int pipe_schedule_valid(pipe_kind_t kind, int P, int M, int V, char *why, size_t
  * block: its outputs are sent and the next block's inputs received there). */
 typedef struct { int op, mb, chunk, block_end; } comp_t;
 
-static int order(pipe_kind_t kind, int P, int M, int V, int s, comp_t *o) {
+static int order(pipe_kind_t kind, int P, int M, int V, int K, int s, comp_t *o) {
     int n = 0;
 #define PUT(op_, mb_, c_) (o[n++] = (comp_t){(op_), (mb_), (c_), 1})
     switch (kind) {
@@ -105,6 +106,11 @@ static int order(pipe_kind_t kind, int P, int M, int V, int s, comp_t *o) {
         while (wn < M) PUT(PA_W, wn++, 0);
         break;
     }
+    case PIPE_TERAPIPE:       /* GPipe over units u = mb K + k (Li et al. 2021); a micro-batch's
+                                 backwards go from its last slice to its first */
+        for (int u = 0; u < M; u++) PUT(PA_FWD, u, 0);
+        for (int u = 0; u < M; u++) PUT(PA_BWD, u - u % K + K - 1 - u % K, 0);
+        break;
     default:
         die("pipeline: unknown schedule %d", (int)kind);
     }
@@ -144,7 +150,7 @@ static void lower(pipe_schedule_t *s, int stage, const comp_t *o, int nc, int gr
     s->n[stage] = n;
 }
 
-static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int group) {
+static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int K, int group) {
     char why[200];
     if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) die("pipeline: %s", why);
     memset(s, 0, sizeof *s);
@@ -152,15 +158,36 @@ static void build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int
     s->P = P;
     s->M = M;
     s->V = V;
+    s->slices = K;
     s->n = xcalloc((size_t)P, sizeof *s->n);
     s->a = xcalloc((size_t)P, sizeof *s->a);
     comp_t *o = xmalloc(sizeof *o * 3 * (size_t)M * (size_t)V);
-    for (int st = 0; st < P; st++) lower(s, st, o, order(kind, P, M, V, st, o), group);
+    for (int st = 0; st < P; st++) lower(s, st, o, order(kind, P, M, V, K, st, o), group);
     free(o);
 }
 
 void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V) {
-    build(s, kind, P, M, V, 1);
+    if (kind == PIPE_TERAPIPE) die("pipeline: the terapipe schedule is built by pipe_schedule_terapipe");
+    build(s, kind, P, M, V, 1, 1);
+}
+
+void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K) {
+    if (K < 1) die("pipeline: %d token slices", K);
+    build(s, PIPE_TERAPIPE, P, M * K, 1, K, 1);
+}
+
+void pipe_slices_balanced(int T, int K, double a, double b, int *pos) {
+    if (K < 1 || T < K) die("pipeline: %d slices of %d tokens", K, T);
+#define COST(t) (a * (t) + b * (t) * ((t) + 1.0) / 2)   /* tokens [0, t) */
+    pos[0] = 0;
+    for (int k = 1; k < K; k++) {
+        double want = COST(T) * k / K;
+        int t = pos[k - 1] + 1;
+        while (t < T - (K - k) && fabs(COST(t + 1) - want) < fabs(COST(t) - want)) t++;
+        pos[k] = t;
+    }
+#undef COST
+    pos[K] = T;
 }
 
 void pipe_schedule_ungroup(pipe_schedule_t *s) {
@@ -431,7 +458,7 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage) {
     int b;
     switch (kind) {
     case PIPE_NAIVE: return 1;
-    case PIPE_GPIPE: return M;
+    case PIPE_GPIPE: case PIPE_TERAPIPE: return M;
     case PIPE_1F1B: return P - stage < M ? P - stage : M;
     case PIPE_ZBH1: return P < M ? P : M;
     case PIPE_INTERLEAVED:
@@ -444,7 +471,7 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage) {
 double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V) {
     switch (kind) {
     case PIPE_NAIVE: return (P - 1.0) / P;
-    case PIPE_GPIPE: case PIPE_1F1B: return (P - 1.0) / (M + P - 1.0);
+    case PIPE_GPIPE: case PIPE_1F1B: case PIPE_TERAPIPE: return (P - 1.0) / (M + P - 1.0);
     case PIPE_INTERLEAVED: return (P - 1.0) / ((double)V * M + P - 1.0);
     case PIPE_ZBH1: return (P - 1.0) / (3.0 * M + P - 1.0);
     default: return 0;
@@ -471,7 +498,7 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
                 break;
             }
             int vs = pipe_vstage(s, st, a->chunk);
-            if (a->op == PA_W) {   /* 6: the weight-gradient half, once, after its B */
+            if (a->op == PA_W) {   /* 7: the weight-gradient half, once, after its B */
                 int k = a->mb * V + a->chunk;
                 split = 1;
                 if (wpos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, wpos[k], i);
@@ -573,7 +600,29 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
         free(one);
     }
     if (rc == 0) rc = stream_check(s, err, len);
-    /* 5: activations in flight within the schedule's promise */
+    /* 5: token slices: a slice's forward after the earlier slices' (it attends to their keys
+     * and values), its backward before theirs (it adds into their key and value gradients) */
+    for (int st = 0; st < P && rc == 0 && s->slices > 1; st++) {
+        int K = s->slices, *fdone = xcalloc((size_t)M, sizeof(int)), *bdone = xcalloc((size_t)M, sizeof(int));
+        for (int i = 0; i < s->n[st] && rc == 0; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            if (a->op != PA_FWD && a->op != PA_BWD) continue;
+            int k = a->mb % K, first = a->mb - k;
+            describe(what, sizeof what, a);
+            for (int j = 0; j < K && rc == 0; j++) {
+                if (a->op == PA_FWD && j < k && !fdone[first + j])
+                    rc = fail(err, len, "stage %d runs %s (slice %d, action %d) before the forward of slice %d of "
+                              "its micro-batch, whose keys and values it attends to", st, what, k, i, j);
+                if (a->op == PA_BWD && j > k && !bdone[first + j])
+                    rc = fail(err, len, "stage %d runs %s (slice %d, action %d) before the backward of slice %d of "
+                              "its micro-batch, which adds into its key and value gradients", st, what, k, i, j);
+            }
+            (a->op == PA_FWD ? fdone : bdone)[a->mb] = 1;
+        }
+        free(fdone);
+        free(bdone);
+    }
+    /* 6: activations in flight within the schedule's promise */
     for (int st = 0; st < P && rc == 0; st++) {
         int most = pipe_inflight_max(s, st), b = pipe_inflight_bound(s->kind, P, M, V, st);
         if (most > b)
@@ -587,19 +636,21 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
 static long gcd(long a, long b) { return b ? gcd(b, a % b) : a; }
 
 void pipe_schedule_print(const pipe_schedule_t *s, FILE *f) {
-    int P = s->P, M = s->M, V = s->V, PV = P * V;
+    int P = s->P, M = s->M, V = s->V, PV = P * V, K = s->slices;
     double *one = xmalloc(sizeof(double) * (size_t)PV);
     for (int i = 0; i < PV; i++) one[i] = 1;
     pipe_costs_t c = {one, one, 0, one};
     pipe_replay_t r;
     char err[256];
     if (pipe_replay(s, &c, &r, err, sizeof err)) die("pipeline: %s", err);
-    int slots = (int)(r.step + 0.5), w = (M > 10 ? 3 : 2) + (V > 1) + 1;
+    int slots = (int)(r.step + 0.5), w = (M / K > 10 ? 3 : 2) + (V > 1 || K > 1) + 1;
     int split = 0;
     for (int i = 0; i < s->n[0]; i++) split |= s->a[0][i].op == PA_W;
     fprintf(f, "schedule %s: %d stage%s x %d micro-batch%s (one slot per forward or backward%s%s, messages free)\n",
-            pipe_kind_name[s->kind], P, P == 1 ? "" : "s", M, M == 1 ? "" : "es", V > 1 ? " of a chunk" : "",
+            pipe_kind_name[s->kind], P, P == 1 ? "" : "s", M / K, M / K == 1 ? "" : "es",
+            V > 1 ? " of a chunk" : K > 1 ? " of a slice" : "",
             split ? ", the backward split in B and W of one slot each" : "");
+    if (K > 1) fprintf(f, "  %d token slices per micro-batch: F3a is the first slice of micro-batch 3, F3b the second\n", K);
     if (V > 1) fprintf(f, "  %d chunks per stage: F3a is micro-batch 3 through the stage's first chunk, F3b its second\n", V);
     char *row = xmalloc((size_t)slots * (size_t)w + 1);
     for (int st = 0; st < P; st++) {
@@ -610,7 +661,8 @@ void pipe_schedule_print(const pipe_schedule_t *s, FILE *f) {
             const pipe_action_t *a = &s->a[st][i];
             if (pipe_is_msg(a->op)) continue;
             char cell[16], op = a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W';
-            if (V > 1) snprintf(cell, sizeof cell, "%c%d%c", op, a->mb, 'a' + a->chunk);
+            if (K > 1) snprintf(cell, sizeof cell, "%c%d%c", op, a->mb / K, 'a' + a->mb % K);
+            else if (V > 1) snprintf(cell, sizeof cell, "%c%d%c", op, a->mb, 'a' + a->chunk);
             else snprintf(cell, sizeof cell, "%c%d", op, a->mb);
             memcpy(row + (int)(r.t0[st][i] + 0.5) * w, cell, strlen(cell));
         }
@@ -620,15 +672,16 @@ void pipe_schedule_print(const pipe_schedule_t *s, FILE *f) {
     long idle = all - busy, g2 = gcd(idle, all);
     const char *formula = s->kind == PIPE_NAIVE ? "(P-1)/P"
                         : s->kind == PIPE_INTERLEAVED ? "(P-1)/(V M+P-1)"
-                        : s->kind == PIPE_ZBH1 ? "(P-1)/(3M+P-1)" : "(P-1)/(M+P-1)";
+                        : s->kind == PIPE_ZBH1 ? "(P-1)/(3M+P-1)"
+                        : K > 1 ? "(P-1)/(M K+P-1)" : "(P-1)/(M+P-1)";
     fprintf(f, "busy %ld of %ld stage-slots: utilisation %ld/%ld = %.1f%%, bubble %ld/%ld = %.1f%% "
             "(formula %s = %.1f%%)\n", busy, all, busy / g, all / g, 100.0 * busy / all, idle / g2,
             all / g2, 100.0 * idle / all, formula, 100 * pipe_bubble_formula(s->kind, P, M, V));
-    fprintf(f, "activations held at most, in %smicro-batches:", V > 1 ? "chunk " : "");
+    fprintf(f, "activations held at most, in %smicro-batches:", V > 1 ? "chunk " : K > 1 ? "slice " : "");
     for (int st = 0; st < P; st++) fprintf(f, " stage %d: %d", st, pipe_inflight_max(s, st));
     static const char *promise[PIPE_KINDS] = {"1", "M", "min(M, P - stage)",
                                               "min(V M, 2 (P - stage - 1) + (V - 1) P + 1)",
-                                              "min(M, P)"};
+                                              "min(M, P)", "M K"};
     fprintf(f, " (%s)\n", promise[s->kind]);
     if (split) {
         fprintf(f, "W's waiting at most (B run, W not), in micro-batches:");

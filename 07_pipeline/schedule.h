@@ -31,8 +31,9 @@
 extern "C" {
 #endif
 
-typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_ZBH1, PIPE_KINDS } pipe_kind_t;
-extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved", "zbh1" */
+typedef enum { PIPE_NAIVE, PIPE_GPIPE, PIPE_1F1B, PIPE_INTERLEAVED, PIPE_ZBH1, PIPE_TERAPIPE, PIPE_KINDS } pipe_kind_t;
+extern const char *const pipe_kind_name[PIPE_KINDS];   /* "naive", "gpipe", "1f1b", "interleaved", "zbh1",
+                                                          "terapipe" */
 
 /* The kind named `name`, or -1. */
 int pipe_kind_parse(const char *name);
@@ -42,6 +43,20 @@ int pipe_kind_parse(const char *name);
 int pipe_schedule_valid(pipe_kind_t kind, int P, int M, int V, char *why, size_t len);
 /* Build the lists (dies on parameters pipe_schedule_valid refuses). */
 void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V);
+/* TeraPipe (Li et al. 2021): M micro-batches, each cut into K token slices,
+ * as GPipe orders them: every forward in unit order u = mb K + k (slice k
+ * after the slices before it, whose keys and values it attends to), then
+ * every backward, within a micro-batch the LAST slice first (slice k's
+ * backward adds into the key and value gradients of the slices before it).
+ * The schedule's M is M K units. */
+void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K);
+/* Slice boundaries of equal cost: the token at position t costs a + b (t + 1)
+ * (a: its matmuls, b: its attention per key it sees; the causal square makes
+ * later tokens dearer), and slice k = [pos[k], pos[k + 1]) gets the tokens
+ * whose cost sums closest to its share k / K of the whole, at least one each
+ * (TeraPipe chooses them by dynamic programming over measured times; this is
+ * its cost model in closed form). pos has K + 1 entries, pos[K] = T >= K. */
+void pipe_slices_balanced(int T, int K, double a, double b, int *pos);
 /* The same compute order lowered without grouping any SEND with the next
  * RECV (for the tests: 1F1B then deadlocks when sends wait for receives). */
 void pipe_schedule_ungroup(pipe_schedule_t *s);
@@ -62,9 +77,11 @@ void pipe_schedule_ungroup(pipe_schedule_t *s);
  *     posted, a send only together with its receive (a grouped SEND+RECV
  *     completes when both have found their partner), and a message group
  *     starts only after the computes posted before it;
- *  5. the activations in flight (forwards whose backward has not run, in
+ *  5. with token slices, on every stage slice k of a micro-batch runs its
+ *     forward after those of slices < k and its backward before theirs;
+ *  6. the activations in flight (forwards whose backward has not run, in
  *     chunk micro-batches) never exceed pipe_inflight_bound on any stage;
- *  6. in a list with W's (a split backward): every (mb, chunk) has exactly
+ *  7. in a list with W's (a split backward): every (mb, chunk) has exactly
  *     one W, after its BWD (so before the step's end). */
 int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len);
 
@@ -75,8 +92,8 @@ int pipe_inflight_max(const pipe_schedule_t *s, int stage);
 /* The most chunk micro-batches whose B has run and W not yet (0 without W's):
  * each keeps its linears' output gradients (model_dout_bytes). */
 int pipe_deferred_max(const pipe_schedule_t *s, int stage);
-/* What the schedule promises for that (in chunk micro-batches):
- *   naive 1 | GPipe M | 1F1B min(M, P - stage) | ZB-H1 min(M, P): stage s
+/* What the schedule promises for that (in chunk micro-batches; TeraPipe: units):
+ *   naive 1 | GPipe, TeraPipe M | 1F1B min(M, P - stage) | ZB-H1 min(M, P): stage s
  *   lets s W's wait, so every stage holds up to P, 1F1B's peak (its stage 0) |
  *   interleaved min(V M, 2 (P - stage - 1) + (V - 1) P + 1)   (Megatron's warm-up + 1) */
 int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
@@ -88,7 +105,8 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
  *   interleaved (P - 1) / (V M + P - 1)          Narayanan et al. 2021
  *   ZB-H1 (P - 1) / (3 M + P - 1)                Qi et al. 2023, with T_F = T_B = T_W:
  *       the bubble (P - 1)(T_F + T_B - T_W) against 1F1B's (P - 1)(T_F + T_B + T_W)
- *       (1F1B's backward is B + W), a step of M (T_F + T_B + T_W) + that. */
+ *       (1F1B's backward is B + W), a step of M (T_F + T_B + T_W) + that.
+ *   TeraPipe (P - 1) / (M K + P - 1)             Li et al. 2021, equal slices (M here: units) */
 double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V);
 
 /* ---- the replay ----------------------------------------------------------------------

@@ -110,6 +110,41 @@ numbers)  # NP [FLAGS...]: every number the summary prints against its formula o
             exit bad
         }' "$dir/a.log"
     ;;
+slices)  # NP M K [FLAGS...]: TeraPipe's numbers against formulas computed here from the flags and
+         # the slices the header names: the bubble (P-1)/(M K+P-1), slices held (M K: GPipe
+         # order), the keys and values kept per stage M (L/P) B KV hd 4 (2 T + 2 t_last) bytes
+         # (fp32; t_last: the last slice's first token, T - T/K for equal slices), the bytes
+         # sent 2 M (P-1) B T dim 4; K slices covering the sequence, every slice timed
+    np=$2; M=$3; K=$4; shift 4
+    run "$np" "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 3 --replay none --schedule terapipe --micro "$M" --slices "$K" "$@"
+    sed -n '/^bubble:/,/^sent:/p' "$dir/a.log"
+    grep 'token slices, run in order' "$dir/a.log"
+    awk -v P="$np" -v M="$M" -v K="$K" -v L=8 -v B=$((16 / M)) -v KV=2 -v hd=8 -v C=32 -v equal="$([[ " $* " == *" --balance "* ]] || echo 1)" '
+        function fail(msg) { print "error: " msg; bad = 1 }
+        /token slices, run in order/ { T = 0; for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+,$/) {
+                v = $i; gsub(/[\[,]/, "", v); w = $(i + 1); gsub(/[);]/, "", w)
+                if (v + 0 != T) fail("slice " nb " starts at " v ", the one before ends at " T)
+                last = v + 0; T = w + 0; nb++ }
+            if (nb != K) fail(nb " slices in the header for K = " K)
+            if (equal && last != T - T / K) fail("equal slices: the last starts at " last ", not T - T/K = " T - T / K) }
+        function off(a, b) { return a - b > 1e-9 * (b > 0 ? b : 1) || b - a > 1e-9 * (b > 0 ? b : 1) }
+        /^bubble:/ { split($0, a, "= "); shown = a[2] + 0 }
+        /^ +stage [0-9]+: [0-9]+ \(promised/ { if ($3 + 0 != M * K || $5 + 0 != M * K) fail("stage " $2 " holds " $3 " slices, promised " $5 ", want " M * K) }
+        /^keys and values kept/ { kf = $NF == "bytes" ? $(NF - 1) + 0 : 0 }
+        /^ +stage [0-9]+: [0-9]+ bytes measured/ { got = $3 + 0; nkv++
+            want = M * (L / P) * B * KV * hd * 4 * (2 * T + 2 * last)
+            if (off(got, want)) fail("stage " $2 " keeps " got " bytes of keys and values, formula " want)
+            if (off(kf, want)) fail("the printed formula " kf " is not " want) }
+        /^ +slice [0-9]+, tokens/ { ns++; if ($5 + 0 <= 0 || $7 + 0 <= 0) fail("slice " $2 " untimed: " $0) }
+        /^sent:/ { sent = $2 + 0 }
+        END { f = (P - 1) / (M * K + P - 1); want_b = 2 * M * (P - 1) * B * T * C * 4
+              if (shown - 100 * f > 0.051 || 100 * f - shown > 0.051) fail("bubble formula printed " shown "%, (P-1)/(M K+P-1) = " 100 * f "%")
+              if (nkv != P) fail(nkv " key-and-value lines for " P " stages")
+              if (ns != K) fail(ns " slice lines for " K " slices")
+              if (sent != want_b) fail("sent " sent " bytes per step, 2 M (P-1) B T dim 4 = " want_b)
+              printf "checked terapipe P %d M %d K %d, T %d, last slice from %d: bubble formula %.1f%%, keys and values, slices held, bytes sent\n", P, M, K, T, last, 100 * f
+              exit bad }' "$dir/a.log"
+    ;;
 csv)  # every number of the step lines and the CSV rows, recomputed (tests/check_trainer_csv.py),
      # and the CSV's bubble column is the step line's
     run 2 "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 5 --micro 4 --replay none --peak 1000 --csv "$dir/a.csv"

@@ -12,6 +12,7 @@ void pipe_schedule_one_stage(pipe_schedule_t *s, int M) {
     s->P = 1;
     s->M = M;
     s->V = 1;
+    s->slices = 1;
     s->n = xmalloc(sizeof(int));
     s->a = xmalloc(sizeof(pipe_action_t *));
     s->n[0] = 2 * M;

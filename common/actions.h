@@ -18,7 +18,12 @@
  *                  (model_backward_weights), once, later
  *
  * P stages, M micro-batches per step, V model chunks per stage; virtual
- * stage vs = c P + s is chunk c of stage s. */
+ * stage vs = c P + s is chunk c of stage s.
+ *
+ * Token slices (TeraPipe, Li et al. 2021): with K = slices > 1 every
+ * micro-batch's sequences are cut into K slices of seq / K tokens that
+ * flow through the stages one after another; an action's mb is then the
+ * UNIT u = micro-batch K + slice, and M counts units (micro-batches x K). */
 #ifndef ACTIONS_H
 #define ACTIONS_H
 
@@ -44,6 +49,7 @@ typedef struct {
     int P, M, V;
     int *n;                  /* (P) actions per stage */
     pipe_action_t **a;       /* (P) each stage's list */
+    int slices;              /* K token slices per micro-batch (TeraPipe), 1 otherwise */
 } pipe_schedule_t;
 
 enum { PIPE_ONE_STAGE = -1 };

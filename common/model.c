@@ -187,13 +187,19 @@ static void block_alloc(model_t *m, model_acts_t *a, block_acts_t *b, int keep_a
     b->k = acts_buf(m, a, Rf * Hkv * es);
     b->v = acts_buf(m, a, Rf * Hkv * es);
     b->att = keep_att ? acts_buf(m, a, Rf * Hq * es) : NULL;
-    b->lse = acts_buf(m, a, (size_t)a->B * m->H * m->T * sizeof(float));
+    b->lse = acts_buf(m, a, Rf * m->H * sizeof(float));
     b->h = acts_buf(m, a, R * C * es);
     b->xn2 = acts_buf(m, a, R * C * es);
     b->rstd2 = acts_buf(m, a, R * sizeof(float));
     b->u1 = acts_buf(m, a, Rf * F * es);
     b->u3 = acts_buf(m, a, Rf * F * es);
     b->g = acts_buf(m, a, Rf * F * es);
+    a->kv_bytes += 2 * Rf * Hkv * es;
+    if (a->Tc * m->nck < m->T && a->pos + a->Tc < m->T) {   /* a slice with later ones */
+        b->dk_later = acts_buf(m, a, Rf * Hkv * es);
+        b->dv_later = acts_buf(m, a, Rf * Hkv * es);
+        a->kv_bytes += 2 * Rf * Hkv * es;
+    }
 }
 
 /* Recomputed layers come in segments: with recompute_every = C, every
@@ -202,7 +208,7 @@ static void block_alloc(model_t *m, model_acts_t *a, block_acts_t *b, int keep_a
  * own; its other inputs and all its blocks' insides share the `seg` slots,
  * which the backward pass refills one segment at a time. Layers outside the
  * segments (from K on) keep everything in buffers of their own. */
-void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recompute_t rc) {
+static void acts_setup(model_t *m, model_acts_t *a, int chunk, int B, model_recompute_t rc, int Tc, int pos) {
     const int every = rc.every, block = rc.block, selective = rc.selective;
     const model_shard_t *s = &m->shard;
     if (B < 1 || B > m->max_batch) die("model: micro-batch of %d sequences outside [1, %d]", B, m->max_batch);
@@ -211,11 +217,13 @@ void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recomp
     memset(a, 0, sizeof *a);
     a->chunk = chunk;
     a->B = B;
+    a->Tc = Tc;
+    a->pos = pos;
     a->n_layers = s->per_chunk;
     a->has_embedding = m->has_embedding && chunk == 0;
     a->has_head = m->has_head && chunk == s->chunks - 1;
     a->first_unit = m->has_embedding + chunk * s->per_chunk;
-    a->rows_full = (size_t)B * m->T;
+    a->rows_full = (size_t)B * m->nck * Tc;
     a->rows = s->sp ? a->rows_full / s->tp : a->rows_full;
     size_t R = a->rows, Rf = a->rows_full, C = m->cfg.dim, es = es_of(m);
     int n = a->n_layers;
@@ -281,6 +289,16 @@ void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recomp
     }
 }
 
+void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recompute_t rc) {
+    acts_setup(m, a, chunk, B, rc, m->Tc, 0);
+}
+
+void model_acts_init_slice(model_t *m, model_acts_t *a, int chunk, int B, int pos, int len) {
+    if (m->nck != 1 || m->shard.cp != 1) die("model: token slices need context parallelism 1");
+    if (len < 1 || pos < 0 || pos + len > m->T) die("model: slice [%d, %d) outside the sequence of %d", pos, pos + len, m->T);
+    acts_setup(m, a, chunk, B, (model_recompute_t){0}, len, pos);
+}
+
 void model_acts_free(model_t *m, model_acts_t *a) {
     for (int i = 0; i < a->nbufs; i++) dev_free(m->d, a->bufs[i]);
     free(a->bufs);
@@ -296,7 +314,7 @@ void model_acts_free(model_t *m, model_acts_t *a) {
 /* Row (k, b, t) of this rank (chunk-major) is token chunk_pos[k] + t of
  * sequence b. */
 void model_set_batch(model_t *m, model_acts_t *a, const int *tokens, const int *targets) {
-    const int T = m->cfg.seq, Tc = m->Tc, B = a->B, V = m->cfg.vocab;
+    const int T = m->cfg.seq, Tc = a->Tc, B = a->B, V = m->cfg.vocab;
     const size_t Rf = a->rows_full;
     int *buf = xmalloc(Rf * sizeof(int));
     for (int pass = 0; pass < 2; pass++) {
@@ -305,10 +323,10 @@ void model_set_batch(model_t *m, model_acts_t *a, const int *tokens, const int *
         for (int k = 0; k < m->nck; k++)
             for (int b = 0; b < B; b++)
                 for (int t = 0; t < Tc; t++) {
-                    int v = src[(size_t)b * T + m->chunk_pos[k] + t];
+                    int p = m->chunk_pos[k] + a->pos + t, v = src[(size_t)b * T + p];
                     if (v >= V || (pass == 0 && v < 0))
                         die("model: %s %d at sequence %d, position %d is outside [0, %d)",
-                            pass == 0 ? "token" : "target", v, b, m->chunk_pos[k] + t, V);
+                            pass == 0 ? "token" : "target", v, b, p, V);
                     buf[((size_t)k * B + b) * Tc + t] = v;
                 }
         dev_from_host(m->d, pass == 0 ? a->tokens : a->targets, buf, Rf * sizeof(int));
@@ -391,36 +409,44 @@ static void residual_out(model_t *m, const model_acts_t *a, const void *resid, c
 /* Rotate q (H heads) or k (KV heads) of every local token chunk at its
  * positions; inverse for the backward pass. */
 static void rope_chunks(model_t *m, const model_acts_t *a, void *x, int heads, int inverse) {
-    size_t chunk = (size_t)a->B * m->Tc * heads * m->hd;
+    size_t chunk = (size_t)a->B * a->Tc * heads * m->hd;
     for (int k = 0; k < m->nck; k++)
-        op_rope(m->d, m->dtype, at(m, x, k * chunk), m->rope_cs, a->B, m->Tc, heads, m->hd,
-                m->chunk_pos[k], inverse);
+        op_rope(m->d, m->dtype, at(m, x, k * chunk), m->rope_cs, a->B, a->Tc, heads, m->hd,
+                m->chunk_pos[k] + a->pos, inverse);
 }
 
 /* ---- the default attention core: every pair of this rank's chunks ----------------- */
 /* Pair (qk, kk) has a key a query can see. */
-static int visible(const model_t *m, int qk, int kk) {
-    return m->chunk_pos[kk] <= m->chunk_pos[qk] + m->Tc - 1;
+static int visible(const model_t *m, const model_acts_t *a, int qk, int kk) {
+    return m->chunk_pos[kk] <= m->chunk_pos[qk] + a->Tc - 1;
 }
 
 void model_attn_local_forward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
                               const void *k, const void *v, void *out, float *lse) {
     (void)ctx;
-    const int B = a->B, Tc = m->Tc, H = m->H, KV = m->KV, hd = m->hd;
+    const int B = a->B, Tc = a->Tc, H = m->H, KV = m->KV, hd = m->hd, p0 = a->pos;
     const size_t cq = (size_t)B * Tc * H * hd, ck = (size_t)B * Tc * KV * hd, cl = (size_t)B * H * Tc;
     for (int qk = 0; qk < m->nck; qk++) {
         int first = 1;
         for (int kk = 0; kk < m->nck; kk++) {
-            if (!visible(m, qk, kk)) continue;
+            if (!visible(m, a, qk, kk)) continue;
             void *o = first ? at(m, out, qk * cq) : m->scr.att_b;
             float *l = first ? lse + qk * cl : m->scr.lse_b;
             op_attn_forward(m->d, m->dtype, at(m, q, qk * cq), at(m, k, kk * ck), at(m, v, kk * ck),
-                            o, l, B, Tc, Tc, H, KV, hd, m->chunk_pos[qk], m->chunk_pos[kk]);
+                            o, l, B, Tc, Tc, H, KV, hd, m->chunk_pos[qk] + p0, m->chunk_pos[kk] + p0);
             if (!first)
                 op_attn_merge(m->d, m->dtype, at(m, out, qk * cq), lse + qk * cl, m->scr.att_b,
                               m->scr.lse_b, B, Tc, H, hd);
             first = 0;
         }
+    }
+    /* a token slice: the earlier slices' keys and values, all visible, merged in */
+    for (int i = 0; i < a->n_before; i++) {
+        const model_acts_t *e = a->before[i];
+        const block_acts_t *eb = &e->blocks[a->layer];
+        op_attn_forward(m->d, m->dtype, q, eb->k, eb->v, m->scr.att_b, m->scr.lse_b, B, Tc, e->Tc, H, KV,
+                        hd, p0, e->pos);
+        op_attn_merge(m->d, m->dtype, out, lse, m->scr.att_b, m->scr.lse_b, B, Tc, H, hd);
     }
 }
 
@@ -428,16 +454,27 @@ void model_attn_local_backward(void *ctx, model_t *m, const model_acts_t *a, con
                                const void *k, const void *v, const void *out, const void *dout,
                                const float *lse, void *dq, void *dk, void *dv) {
     (void)ctx;
-    const int B = a->B, Tc = m->Tc, H = m->H, KV = m->KV, hd = m->hd;
+    const int B = a->B, Tc = a->Tc, H = m->H, KV = m->KV, hd = m->hd, p0 = a->pos;
     const size_t cq = (size_t)B * Tc * H * hd, ck = (size_t)B * Tc * KV * hd, cl = (size_t)B * H * Tc;
+    const block_acts_t *b = &a->blocks[a->layer];
+    if (b->dk_later) {   /* what the later slices' backward added (dk, dv are zero here) */
+        dev_copy(m->d, dk, b->dk_later, ck * es_of(m));
+        dev_copy(m->d, dv, b->dv_later, ck * es_of(m));
+    }
     for (int qk = 0; qk < m->nck; qk++)
         for (int kk = 0; kk < m->nck; kk++) {
-            if (!visible(m, qk, kk)) continue;
+            if (!visible(m, a, qk, kk)) continue;
             op_attn_backward(m->d, m->dtype, at(m, q, qk * cq), at(m, k, kk * ck), at(m, v, kk * ck),
                              at(m, out, qk * cq), at(m, dout, qk * cq), lse + qk * cl,
                              at(m, dq, qk * cq), at(m, dk, kk * ck), at(m, dv, kk * ck), B, Tc, Tc,
-                             H, KV, hd, m->chunk_pos[qk], m->chunk_pos[kk]);
+                             H, KV, hd, m->chunk_pos[qk] + p0, m->chunk_pos[kk] + p0);
         }
+    for (int i = 0; i < a->n_before; i++) {   /* into the earlier slices' key and value gradients */
+        const model_acts_t *e = a->before[i];
+        const block_acts_t *eb = &e->blocks[a->layer];
+        op_attn_backward(m->d, m->dtype, q, eb->k, eb->v, out, dout, lse, dq, eb->dk_later, eb->dv_later,
+                         B, Tc, e->Tc, H, KV, hd, p0, e->pos);
+    }
 }
 
 /* ---- one layer ------------------------------------------------------------------------
@@ -450,6 +487,7 @@ static void layer_forward(model_t *m, model_acts_t *a, int j, void *y) {
     const int u = a->first_unit + j;
     const int Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, F = m->F;
     const int Hq = m->H * m->hd, Hkv = m->KV * m->hd;
+    a->layer = j;
 
     /* attention: h = x + attn(rmsnorm(x)) @ wo */
     op_rmsnorm_forward(d, t, b->x, W(m, u, m->lo.attn_norm), b->xn1, b->rstd1, Rs, C, MODEL_NORM_EPS);
@@ -489,6 +527,7 @@ static void layer_backward_input(model_t *m, model_acts_t *a, int j, const layer
     const int Hq = m->H * m->hd, Hkv = m->KV * m->hd;
     const size_t es = es_of(m);
     void *dres = m->scr.dres, *dxn = m->scr.dxn;
+    a->layer = j;
 
     /* MLP branch */
     dev_copy(d, o->dy2, gathered(m, a, dres), (size_t)Rf * C * es);                              // (Rf, C)
@@ -610,6 +649,12 @@ static void check_seams(const model_t *m) {
 
 double model_forward(model_t *m, model_acts_t *a) {
     check_seams(m);
+    for (int j = 0; j < a->n_layers; j++)   /* a token slice: nothing from later slices yet */
+        if (a->blocks[j].dk_later) {
+            size_t bytes = a->rows_full * (size_t)m->KV * m->hd * es_of(m);
+            dev_memset0(m->d, a->blocks[j].dk_later, bytes);
+            dev_memset0(m->d, a->blocks[j].dv_later, bytes);
+        }
     if (a->has_embedding) {
         unit_hooks(m, 0, PASS_FORWARD, 0);
         embedding_forward(m, a);

@@ -217,6 +217,8 @@ typedef struct {
     float *rstd2;       /* (R) */
     void *u1, *u3;      /* (Rf, F) xn2 @ w1, xn2 @ w3 */
     void *g;            /* (Rf, F) silu(u1) * u3 */
+    void *dk_later, *dv_later;   /* (Rf, KV*hd) a token slice that later slices follow: the
+                                    gradients of its k and v their backward adds (else NULL) */
 } block_acts_t;
 
 /* One micro-batch through one chunk of the shard. */
@@ -255,6 +257,16 @@ struct model_acts {
     void *demb;              /* (Rf, C) the embedding's (has_embedding) */
     size_t dout_bytes;       /* device bytes of the three (counted in bytes too) */
     int b_done;              /* B has run and W has not */
+    /* A token slice of the sequences (TeraPipe, model_acts_init_slice); for a
+     * whole sequence Tc = m->Tc, pos = 0, no slices before. */
+    int Tc;                  /* tokens per sequence in each local chunk of this object */
+    int pos;                 /* its positions are the chunks' shifted by pos */
+    model_acts_t *const *before;   /* (n_before) the objects of the earlier slices of the same
+                                sequences, still held: this slice's queries see their keys and
+                                values, and its backward adds into their dk_later, dv_later */
+    int n_before;
+    int layer;               /* the chunk's layer running now (the attention core reads it) */
+    size_t kv_bytes;         /* of bytes: the keys and values kept, with dk_later and dv_later */
 };
 
 /* The output gradients the weight-gradient products of one layer read:
@@ -344,6 +356,11 @@ typedef struct {
 /* Activations for one micro-batch of B <= max_batch sequences through chunk
  * `chunk`, under the recomputation policy rc. */
 void model_acts_init(model_t *m, model_acts_t *a, int chunk, int B, model_recompute_t rc);
+/* The same for the token slice [pos, pos + len) of B sequences (TeraPipe):
+ * needs cp = 1 and keeps everything (no recomputation: later slices read
+ * this one's keys and values). The caller sets before and n_before before
+ * model_forward. */
+void model_acts_init_slice(model_t *m, model_acts_t *a, int chunk, int B, int pos, int len);
 void model_acts_free(model_t *m, model_acts_t *a);
 /* The micro-batch's tokens: tokens and targets (B, seq) int32 on the host, the
  * WHOLE sequences; this rank's rows are picked (context parallelism) and
@@ -403,7 +420,9 @@ size_t model_dout_bytes(const model_t *m, const model_acts_t *a);
  * other ranks' keys need their positions). */
 int model_cp_chunk_pos(const model_t *m, int r, int k);
 
-/* The default attention core: every pair of this rank's token chunks. */
+/* The default attention core: every pair of this rank's token chunks, and a
+ * token slice's queries against the earlier slices' kept keys and values
+ * (merged by online softmax, as context parallelism merges other ranks'). */
 void model_attn_local_forward(void *ctx, model_t *m, const model_acts_t *a, const void *q,
                               const void *k, const void *v, void *out, float *lse);
 void model_attn_local_backward(void *ctx, model_t *m, const model_acts_t *a, const void *q,

@@ -18,27 +18,39 @@ static void nap(void) {
 static double elapsed(const runner_t *e) { return now_s() - e->t_zero; }
 
 /* ---- pools: micro-batch objects per chunk, message buffers ------------------------------ */
-static model_acts_t *acts_get(runner_t *e, int c, int B) {
-    int M = e->s->M;
+/* The object of unit mb through chunk c; pools per (chunk, slice). */
+static model_acts_t *acts_get(runner_t *e, int c, int B, int mb) {
+    int M = e->s->M, K = e->s->slices, k = mb % K, pl = c * K + k;
     model_acts_t *a;
-    if (e->pool_free[c] > 0) {
-        a = e->pool[c * M + --e->pool_free[c]];
+    if (e->pool_free[pl] > 0) {
+        a = e->pool[pl * M + --e->pool_free[pl]];
     } else {
         a = xmalloc(sizeof *a);
-        model_acts_init(e->m, a, c, B, e->keep);
-        e->made[c]++;
+        if (K > 1) model_acts_init_slice(e->m, a, c, B, e->slice_pos[k], e->slice_pos[k + 1] - e->slice_pos[k]);
+        else model_acts_init(e->m, a, c, B, e->keep);
+        e->made[pl]++;
+    }
+    if (K > 1) {   /* the micro-batch's earlier slices (V = 1: acts[mb - k .. mb - 1]) */
+        a->before = &e->acts[mb - k];
+        a->n_before = k;
     }
     e->held++;
     e->held_bytes += (double)a->bytes;
+    e->held_kv += (double)a->kv_bytes;
     if (e->held > e->held_peak) e->held_peak = e->held;
     if (e->held_bytes > e->held_bytes_peak) e->held_bytes_peak = e->held_bytes;
+    if (e->held_kv > e->held_kv_peak) e->held_kv_peak = e->held_kv;
     return a;
 }
 
 static void acts_put(runner_t *e, model_acts_t *a) {
+    int K = e->s->slices, k = 0;
+    while (k < K - 1 && e->slice_pos[k] != a->pos) k++;
+    int pl = a->chunk * K + k;
     e->held--;
     e->held_bytes -= (double)a->bytes;
-    e->pool[a->chunk * e->s->M + e->pool_free[a->chunk]++] = a;
+    e->held_kv -= (double)a->kv_bytes;
+    e->pool[pl * e->s->M + e->pool_free[pl]++] = a;
 }
 
 static void buf_put(runner_t *e, void *p) { e->bufs[e->nbufs++] = p; }
@@ -124,9 +136,17 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->time_units = time_units;
     const model_shard_t *sh = &m->shard;
     if (sh->chunks != s->V) die("runner: the model has %d chunks, the schedule %d", sh->chunks, s->V);
-    size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1);
+    int K = s->slices;
+    if (K > 1 && (m->nck != 1 || sh->tp != 1 || m->T % K || tr->recompute.every || tr->recompute.block ||
+                  tr->recompute.selective || s->V != 1))
+        die("runner: %d token slices need one chunk per stage, no tensor or context parallelism, no "
+            "recomputation, and slices that divide the %d tokens", K, m->T);
+    size_t rows = (size_t)m->max_batch * m->T / (sh->sp ? sh->tp : 1) / K;   /* one slice's */
     e->msg_elems = rows * m->cfg.dim;
     e->msg_bytes = e->msg_elems * dtype_size(m->dtype);
+    e->tok_elems = e->msg_elems * K / m->T;
+    e->slice_pos = xmalloc(sizeof(int) * ((size_t)K + 1));
+    for (int k = 0; k <= K; k++) e->slice_pos[k] = k * (m->T / K);
     int n = e->n = s->n[e->stage], MV = s->M * s->V;
     const pipe_action_t *a = s->a[e->stage];
     for (int i = 0; i < n; i++) e->split |= a[i].op == PA_W;
@@ -165,9 +185,10 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->acts = xcalloc((size_t)MV, sizeof(void *));
     e->grad_in = xcalloc((size_t)MV, sizeof(void *));
     e->grad_out = xcalloc((size_t)MV, sizeof(void *));
-    e->pool = xcalloc((size_t)MV, sizeof(void *));
-    e->pool_free = xcalloc((size_t)s->V, sizeof(int));
-    e->made = xcalloc((size_t)s->V, sizeof(int));
+    e->pool = xcalloc((size_t)MV * K, sizeof(void *));
+    e->pool_free = xcalloc((size_t)s->V * K, sizeof(int));
+    e->made = xcalloc((size_t)s->V * K, sizeof(int));
+    for (int p = 0; p < 2; p++) e->slice_s[p] = xcalloc((size_t)K, sizeof(double));
     e->bufs = xcalloc((size_t)2 * MV + 2, sizeof(void *));
     e->pending = xcalloc((size_t)n + 1, sizeof(int));
     e->t0 = xcalloc((size_t)n + 1, sizeof(double));
@@ -178,11 +199,30 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     for (int p = 0; p < 2; p++) e->unit_s[p] = xcalloc((size_t)m->n_units, sizeof(double));
     e->track = trace_track("schedule");
     model_add_hook(m, unit_before, unit_after, e);
-    if (tr->acts.bufs && !e->split) {   /* train_model's object (no defer_w): chunk 0's first */
+    if (tr->acts.bufs && !e->split && K == 1) {   /* train_model's object (no defer_w, no slices): chunk 0's first */
         e->borrowed = &tr->acts;
         e->pool[e->pool_free[0]++] = e->borrowed;
         e->made[0]++;
     }
+}
+
+void runner_slices(runner_t *e, const int *pos) {
+    int K = e->s->slices, most = 0;
+    if (pos[0] != 0 || pos[K] != e->m->T) die("runner: slices cover [%d, %d), not the %d tokens", pos[0], pos[K], e->m->T);
+    for (int k = 0; k < K; k++) {
+        if (pos[k + 1] <= pos[k]) die("runner: slice %d is [%d, %d)", k, pos[k], pos[k + 1]);
+        if (pos[k + 1] - pos[k] > most) most = pos[k + 1] - pos[k];
+        e->slice_pos[k] = pos[k];
+    }
+    e->slice_pos[K] = pos[K];
+    e->msg_elems = e->tok_elems * most;   /* buffers for the longest slice */
+    e->msg_bytes = e->msg_elems * dtype_size(e->m->dtype);
+}
+
+/* Elements of unit mb's messages: its slice's. */
+static size_t msg_elems_of(const runner_t *e, int mb) {
+    int K = e->s->slices, k = mb % K;
+    return K > 1 ? e->tok_elems * (size_t)(e->slice_pos[k + 1] - e->slice_pos[k]) : e->msg_elems;
 }
 
 void runner_add_seam(runner_t *e, const double *seconds) {
@@ -191,7 +231,7 @@ void runner_add_seam(runner_t *e, const double *seconds) {
 }
 
 void runner_free(runner_t *e) {
-    for (int c = 0; c < e->s->V; c++)
+    for (int c = 0; c < e->s->V * e->s->slices; c++)
         for (int j = 0; j < e->pool_free[c]; j++) {
             model_acts_t *a = e->pool[c * e->s->M + j];
             if (a == e->borrowed) continue;
@@ -203,7 +243,7 @@ void runner_free(runner_t *e) {
     free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
     free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
     free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd); free(e->sum_w);
-    free(e->unit_s[0]); free(e->unit_s[1]);
+    free(e->unit_s[0]); free(e->unit_s[1]); free(e->slice_s[0]); free(e->slice_s[1]); free(e->slice_pos);
     pipe_schedule_free(&e->one_stage);
     memset(e, 0, sizeof *e);
 }
@@ -214,21 +254,22 @@ static void post(runner_t *e, int i, int B) {
     const pipe_action_t *a = &s->a[e->stage][i];
     int k = a->mb * s->V + a->chunk;
     dtype_t t = e->m->dtype;
+    size_t n = msg_elems_of(e, a->mb);
     e->last_post = i;
     if (a->op == PA_RECV && a->msg == PM_ACT) {
-        e->acts[k] = acts_get(e, a->chunk, B);
-        comm_irecv(e->comm, e->acts[k]->resid[0], e->msg_elems, t, a->peer, &e->req[i]);
+        e->acts[k] = acts_get(e, a->chunk, B, a->mb);
+        comm_irecv(e->comm, e->acts[k]->resid[0], n, t, a->peer, &e->req[i]);
     } else if (a->op == PA_RECV) {
         e->grad_in[k] = buf_get(e);
-        comm_irecv(e->comm, e->grad_in[k], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_irecv(e->comm, e->grad_in[k], n, t, a->peer, &e->req[i]);
     } else if (a->msg == PM_ACT) {
         model_acts_t *x = e->acts[k];
-        comm_isend(e->comm, x->resid[x->n_layers], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_isend(e->comm, x->resid[x->n_layers], n, t, a->peer, &e->req[i]);
     } else {
         e->send_buf[i] = e->grad_out[k];
         e->grad_out[k] = NULL;
         e->pending[e->npending++] = i;
-        comm_isend(e->comm, e->send_buf[i], e->msg_elems, t, a->peer, &e->req[i]);
+        comm_isend(e->comm, e->send_buf[i], n, t, a->peer, &e->req[i]);
     }
 }
 
@@ -278,9 +319,9 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
         double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
         if (a->op == PA_FWD) {
-            if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B);   /* virtual stage 0 */
+            if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B, a->mb);   /* virtual stage 0 */
             model_acts_t *x = e->acts[k];
-            if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb, x);
+            if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb / s->slices, x);
             double loss = model_forward(m, x);
             if (x->has_head && model_counts_loss(m)) st->loss += loss;
         } else if (a->op == PA_W) {
@@ -293,7 +334,7 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
             e->grad_in[k] = NULL;
             if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
                 e->grad_out[k] = buf_get(e);
-                dev_copy(e->dev, e->grad_out[k], model_grad_input(m), e->msg_bytes);
+                dev_copy(e->dev, e->grad_out[k], model_grad_input(m), msg_elems_of(e, a->mb) * dtype_size(m->dtype));
             }
         }
         if (e->sync) dev_sync(e->dev);
@@ -301,6 +342,7 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         e->busy += d;
         if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
         if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : a->op == PA_BWD ? e->sum_bwd : e->sum_w)[a->chunk] += d;
+        if (e->steps > 0) e->slice_s[a->op != PA_FWD][a->mb % s->slices] += d;
         e->t0[i] = t0 - e->t_zero;
         e->t1[i] = t1 - e->t_zero;
         snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W', a->mb, chunk);
@@ -367,11 +409,12 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     for (int q = 0; q < P; q++) nt += s->n[q];
     int off = 0;
     for (int q = 0; q < st; q++) off += s->n[q];
-    size_t N = 3 * (size_t)P + 3 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt + P;
+    int K = s->slices;
+    size_t N = 3 * (size_t)P + 3 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt + P + 2 * (size_t)P * K;
     double *x = xcalloc(N, sizeof(double));
     double *busy = x, *idle = busy + P, *span = idle + P, *fwd = span + P, *bwd = fwd + P * V;
     double *lf = bwd + P * V, *lb = lf + L, *eh = lb + L, *sent = eh + 4, *t0 = sent + 1, *t1 = t0 + nt;
-    double *wt = t1 + nt, *dob = wt + P * V;
+    double *wt = t1 + nt, *dob = wt + P * V, *sf = dob + P, *sb = sf + P * K;
     busy[st] = e->sum_busy / T / replicas;
     idle[st] = e->sum_idle / T / replicas;
     span[st] = e->sum_span / T / replicas;
@@ -389,6 +432,10 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     }
     *sent = e->sum_sent / T / replicas;
     if (e->split && e->pool_free[0] > 0) dob[st] = (double)e->pool[0]->dout_bytes / replicas;
+    for (int k = 0; k < K; k++) {   /* each slice runs M / K times per step */
+        sf[st * K + k] = e->slice_s[0][k] / (per / K);
+        sb[st * K + k] = e->slice_s[1][k] / (per / K);
+    }
     /* the last step's timeline of replica 0, from the earliest stage's start */
     double start = e->t_zero, first = start;
     dist_allreduce(&first, 1, MPI_DOUBLE, MPI_MIN, world, "the pipeline's report");
@@ -416,6 +463,11 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     memcpy(r->dout_bytes, dob, sizeof(double) * (size_t)P);
     memcpy(r->layer_fwd, lf, sizeof(double) * (size_t)L);
     memcpy(r->layer_bwd, lb, sizeof(double) * (size_t)L);
+    r->K = K;
+    r->slice_fwd = xmalloc(sizeof(double) * (size_t)P * K);
+    r->slice_bwd = xmalloc(sizeof(double) * (size_t)P * K);
+    memcpy(r->slice_fwd, sf, sizeof(double) * (size_t)P * K);
+    memcpy(r->slice_bwd, sb, sizeof(double) * (size_t)P * K);
     r->emb_fwd = eh[0];
     r->emb_bwd = eh[1];
     r->head_fwd = eh[2];
@@ -431,15 +483,18 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
     }
     free(x);
     /* the peaks: the largest over the replicas */
-    double *pk = xcalloc(3 * (size_t)P, sizeof(double));
+    double *pk = xcalloc(4 * (size_t)P, sizeof(double));
     pk[st] = e->held_peak;
     pk[P + st] = e->held_bytes_peak;
     pk[2 * P + st] = e->bufs_made;
-    dist_allreduce(pk, 3 * P, MPI_DOUBLE, MPI_MAX, world, "the pipeline's report");
+    pk[3 * P + st] = e->held_kv_peak;
+    dist_allreduce(pk, 4 * P, MPI_DOUBLE, MPI_MAX, world, "the pipeline's report");
     r->held = xmalloc(sizeof(int) * (size_t)P);
     r->held_bytes = xmalloc(sizeof(double) * (size_t)P);
     r->bufs = xmalloc(sizeof(int) * (size_t)P);
+    r->held_kv = xmalloc(sizeof(double) * (size_t)P);
     for (int q = 0; q < P; q++) {
+        r->held_kv[q] = pk[3 * P + q];
         r->held[q] = (int)pk[q];
         r->held_bytes[q] = pk[P + q];
         r->bufs[q] = (int)pk[2 * P + q];
@@ -454,7 +509,7 @@ void runner_report_free(runner_report_t *r) {
     }
     free(r->t0); free(r->t1); free(r->busy); free(r->idle); free(r->span); free(r->fwd); free(r->bwd);
     free(r->layer_fwd); free(r->layer_bwd); free(r->held); free(r->held_bytes); free(r->bufs);
-    free(r->w); free(r->dout_bytes);
+    free(r->w); free(r->dout_bytes); free(r->held_kv); free(r->slice_fwd); free(r->slice_bwd);
     memset(r, 0, sizeof *r);
 }
 

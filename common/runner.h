@@ -42,6 +42,11 @@
  * so a schedule that passes the checker cannot deadlock on NCCL either.
  * Micro-batch objects follow tr->recompute; chunk 0's pool starts with
  * tr->acts when train_model built it (one stage: the only object used).
+ * With token slices (TeraPipe, s->slices = K > 1) an object holds one slice
+ * of seq / K tokens (model_acts_init_slice), pooled per slice, and points at
+ * its micro-batch's objects of the earlier slices (still held: their
+ * backward comes later), whose keys and values its attention reads; every
+ * message is one slice's.
  *
  * Waiting sleeps: a rank that waits for a neighbour polls its request every
  * 20 us and sleeps in between (nanosleep), instead of spinning inside MPI,
@@ -126,6 +131,11 @@ typedef struct {
     int split;                 /* the list has W's: BWD is B (input gradients), W the rest; the
                                   micro-batch object and the strategy's backward_end wait for W */
     double *sum_w;             /* (V) per chunk */
+    /* token slices (s->slices = K > 1) */
+    double held_kv, held_kv_peak;  /* bytes of keys and values (model_acts_t kv_bytes) held */
+    double *slice_s[2];        /* (K) forward, backward seconds per slice, summed over the timed steps */
+    int *slice_pos;            /* (K + 1) slice k holds the tokens [slice_pos[k], slice_pos[k + 1]) */
+    size_t tok_elems;          /* elements of a message per token position */
 } runner_t;
 
 /* Set up the runner of tr->model for this rank's stage of schedule s (the
@@ -134,6 +144,9 @@ typedef struct {
  * to synchronise: (grad_strategy_t){0}). Adds a unit hook to the model. */
 void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strategy_t gs, int sync,
                  int time_units);
+/* Token slices of other lengths than seq / K (before the first step): slice
+ * k holds the tokens [pos[k], pos[k + 1]), pos[0] = 0, pos[K] = seq. */
+void runner_slices(runner_t *e, const int *pos);
 /* Blocking communication inside the units: *seconds grows by its time. */
 void runner_add_seam(runner_t *e, const double *seconds);
 /* One optimizer step's forward and backward passes: zeroes the gradients
@@ -160,6 +173,9 @@ typedef struct {
     double **t0, **t1;             /* (P)(n) the last step's actions (replica 0), from its start */
     double *w;                     /* (P V) seconds per W action (0 without W's); bwd is then B's */
     double *dout_bytes;            /* (P) bytes one micro-batch object keeps from B for W (0 without) */
+    int K;                         /* token slices per micro-batch */
+    double *held_kv;               /* (P) bytes of keys and values held at the peak */
+    double *slice_fwd, *slice_bwd; /* (P K) seconds per forward, backward of each slice */
 } runner_report_t;
 
 void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,

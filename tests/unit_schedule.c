@@ -126,6 +126,66 @@ TEST(schedule_refuses_impossible_parameters) {
     EXPECT(pipe_schedule_valid(PIPE_INTERLEAVED, 4, 8, 2, why, sizeof why) == 0);
 }
 
+/* TeraPipe: every (P, M, K) passes the checker, and with equal slice times
+ * (a slice's forward 1 / K, its backward bf / K) the replay's bubble is
+ * (P - 1) / (M K + P - 1). */
+TEST(schedule_terapipe_passes_the_checker_and_replays_to_its_formula) {
+    int n = 0;
+    for (int P = 1; P <= 6; P++)
+        for (int M = 1; M <= 4; M++)
+            for (int K = 1; K <= 4; K++) {
+                pipe_schedule_t s;
+                pipe_schedule_terapipe(&s, P, M, K);
+                check_one(&s, NULL);
+                for (double bf = 1; bf <= 2; bf++) {
+                    double f[8], b[8];
+                    for (int i = 0; i < P; i++) {
+                        f[i] = 1.0 / K;
+                        b[i] = bf / K;
+                    }
+                    pipe_costs_t c = {f, b, 0, NULL};
+                    pipe_replay_t r;
+                    char err[300];
+                    if (pipe_replay(&s, &c, &r, err, sizeof err)) UNIT_FAIL("%s", err);
+                    double want = (P - 1.0) / ((double)M * K + P - 1.0);
+                    if (fabs(r.bubble - want) > 1e-12 || fabs(pipe_bubble_formula(PIPE_TERAPIPE, P, M * K, 1) - want) > 1e-15)
+                        UNIT_FAIL("terapipe P %d M %d K %d, backward %g x forward: replayed bubble %.6f, "
+                                  "formula %.6f, (P-1)/(M K+P-1) %.6f", P, M, K, bf, r.bubble,
+                                  pipe_bubble_formula(PIPE_TERAPIPE, P, M * K, 1), want);
+                    pipe_replay_free(&r);
+                }
+                pipe_schedule_free(&s);
+                n++;
+            }
+    printf("%d terapipe schedules checked and replayed\n", n);
+}
+
+/* Balanced slices: with b = 0 every slice has T / K tokens; with the
+ * attention term each slice's cost is within one token's cost of 1/K of
+ * the whole, and later slices are no longer than earlier ones. */
+TEST(schedule_balanced_slices_share_the_cost_within_one_token) {
+    int pos[9];
+    pipe_slices_balanced(64, 8, 1, 0, pos);
+    for (int k = 0; k <= 8; k++)
+        if (pos[k] != 8 * k) UNIT_FAIL("equal costs: boundary %d at %d, want %d", k, pos[k], 8 * k);
+    double a = 144, b = 1;   /* about the tests' tiny model: matmuls 144 keys' worth of attention */
+    for (int T = 8; T <= 512; T *= 4)
+        for (int K = 1; K <= 8; K++) {
+            pipe_slices_balanced(T, K, a, b, pos);
+            double total = a * T + b * T * (T + 1.0) / 2, dear = a + b * T;
+            for (int k = 0; k < K; k++) {
+                double c = a * (pos[k + 1] - pos[k]) + b * ((double)pos[k + 1] * (pos[k + 1] + 1) - (double)pos[k] * (pos[k] + 1)) / 2;
+                if (pos[k + 1] <= pos[k] || fabs(c - total / K) > dear + 1e-9)
+                    UNIT_FAIL("T %d K %d: slice %d [%d, %d) costs %g, its share is %g (one token: %g)", T, K, k,
+                              pos[k], pos[k + 1], c, total / K, dear);
+                if (k > 0 && T >= 8 * K && pos[k + 1] - pos[k] > pos[k] - pos[k - 1] + 1)
+                    UNIT_FAIL("T %d K %d: slice %d has %d tokens, the one before %d", T, K, k, pos[k + 1] - pos[k],
+                              pos[k] - pos[k - 1]);
+            }
+            if (pos[0] != 0 || pos[K] != T) UNIT_FAIL("T %d K %d: slices cover [%d, %d)", T, K, pos[0], pos[K]);
+        }
+}
+
 /* ---- the checker catches broken lists ---------------------------------------------------- */
 static void expect_refused(const pipe_schedule_t *s, const char *want, const char *what) {
     char err[400] = "";
@@ -210,6 +270,31 @@ TEST(schedule_checker_catches_a_backward_before_its_forward) {
     s.a[1][f] = s.a[1][b];
     s.a[1][b] = t;
     expect_refused(&s, "before its forward", "backward 0 swapped with forward 0 on stage 1");
+    pipe_schedule_free(&s);
+}
+
+/* Slices 0 and 1 of micro-batch 0 trade places in every forward (and its
+ * activation messages), or in every backward (and its gradient messages),
+ * on every stage: the lists still match and cannot deadlock, but slice 1
+ * would attend to keys not computed yet, or slice 0's key gradients would
+ * miss what slice 1 adds. */
+static void swap_slices(pipe_schedule_t *s, int op, int msg) {
+    for (int st = 0; st < s->P; st++)
+        for (int i = 0; i < s->n[st]; i++) {
+            pipe_action_t *a = &s->a[st][i];
+            if ((a->op == op || (a->op >= PA_SEND && a->msg == msg)) && a->mb < 2) a->mb ^= 1;
+        }
+}
+
+TEST(schedule_checker_catches_token_slices_out_of_order) {
+    pipe_schedule_t s;
+    pipe_schedule_terapipe(&s, 3, 2, 2);
+    swap_slices(&s, PA_BWD, PM_GRAD);
+    expect_refused(&s, "before the backward of slice 1", "terapipe with slice 0's backward before slice 1's");
+    pipe_schedule_free(&s);
+    pipe_schedule_terapipe(&s, 3, 2, 2);
+    swap_slices(&s, PA_FWD, PM_ACT);
+    expect_refused(&s, "before the forward of slice 0", "terapipe with slice 1's forward before slice 0's");
     pipe_schedule_free(&s);
 }
 
