@@ -33,7 +33,8 @@
  * what compression dropped so far, and compresses e = g + r instead of g;
  * then r = e - D(C(e)). Nothing is lost for good: the sum over steps of what
  * was sent plus the residual equals the sum of the gradients. PowerSGD's
- * D is the SUM's approximation, so a rank's residual is e - P Q^T / N.
+ * D is the SUM's approximation, so a rank's residual is e - P Q^T / N (for
+ * a vector, sent whole, e - sum / N: the residuals add up to zero).
  *
  * Everything here works on host memory (trainers on a GPU stage the
  * gradient through the host); sums are deterministic. */
