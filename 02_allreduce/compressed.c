@@ -48,7 +48,7 @@ static double run(comm_t *cm, const compress_spec_t *spec, int ef, const float *
                   size_t n, int iters, float *x, double *mean, double *err_mean, double *err_one,
                   double *sent) {
     compressor_t z;
-    compressor_init(&z, spec, ef, n, cm->size);
+    compressor_init(&z, spec, ef, n, NULL, 0, cm->size);
     memset(mean, 0, sizeof(double) * n);
     double t = 0, s0 = comm_sent_bytes(cm);
     for (int it = 0; it < iters; it++) {
@@ -98,13 +98,13 @@ int compressed_sweep(comm_t *cm, const char *list, const size_t *counts, int nsi
             double err_one = 0, err_no, err_ef, sent, sent_ef;
             run(cm, &spec, 0, in, exact, n, iters, x, mean, &err_no, &err_one, &sent);
             double us = run(cm, &spec, 1, in, exact, n, iters, x, mean, &err_ef, NULL, &sent_ef);
-            double formula = compress_sent_bytes(&spec, n, N);
+            double formula = compress_sent_bytes(&spec, n, NULL, 0, N);
             if (fabs(sent - formula) > 1e-9 * formula || fabs(sent_ef - formula) > 1e-9 * formula) {
                 say("# %s at %zu values: sent %.0f B, the formula says %.0f B\n", name, n, sent, formula);
                 bad++;
             }
             double algbw = 4.0 * n / us / 1e3, busbw = N > 1 ? algbw * 2.0 * (N - 1) / N : 0;
-            double ratio = N > 1 ? compress_sent_bytes(&(compress_spec_t){0}, n, N) / sent : 0;
+            double ratio = N > 1 ? compress_sent_bytes(&(compress_spec_t){0}, n, NULL, 0, N) / sent : 0;
             say("  %11zu %10zu %12s %12.0f %12.0f %6.1f %9.1f %8.3f %8.3f %10.3g %10.3g %10.3g\n", 4 * n, n,
                 name, sent, formula, ratio, us, algbw, busbw, err_one, err_no, err_ef);
             if (csv)

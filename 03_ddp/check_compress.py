@@ -11,7 +11,10 @@ parameter formula, common/MODEL.md); on N ranks one rank sends per step
   int8        (N-1) x (n + 4 ceil(n/B))    (ring all-gather of the pieces)
   sign        (N-1) x (ceil(n/8) + 4 ceil(n/B))
   topk:F      (N-1) x 8 ceil(F n)
-  powersgd:R  2 (N-1)/N x 4 R (m + c), c = ceil(sqrt n), m = ceil(n / c)
+  powersgd:R  2 (N-1)/N x 4 (sum over the m x c weight matrices R (m + c)
+              + the norm gains' values): per layer wq C x H hd, wk and wv
+              C x KV hd, wo H hd x C, w1 and w3 C x F, w2 F x C, two gains
+              of C; the embedding V x C, lm_head C x V, the final gain C
 The compress: line must state it, and every CSV row's sent_mb (MB, 4
 decimals) must equal it. Exit 1 with what differed.
 """
@@ -42,8 +45,9 @@ def main():
     elif spec.startswith("topk:"):
         want = (N - 1) * 8 * max(1, math.ceil(float(spec[5:]) * n - 1e-9))
     else:
-        R, c = int(spec.split(":")[1]), math.ceil(math.sqrt(n))
-        want = 2 * (N - 1) / N * 4 * R * (math.ceil(n / c) + c)
+        R = int(spec.split(":")[1])
+        layer = (2 * (C + H * hd) + 2 * (C + KV * hd) + 3 * (C + F)) * R + 2 * C
+        want = 2 * (N - 1) / N * 4 * (2 * (V + C) * R + L * layer + C)
     bad = 0
     print(f"{spec} on {N} ranks, n = {n}: formula {want:.0f} B per rank per step, printed {printed}")
     if abs(printed - round(want)) > 0:

@@ -70,10 +70,10 @@ program='BEGIN {
     # Compressed gradients (README, "Compressed gradients"): the default model on 4 ranks (common/compress.h), MB (1e6) per rank per step
     want("excomp_int8_sent_mb_4_ranks", 3 * (P + 4 * int((P + 255) / 256)) / 1e6, 0.002,
          "all-gather: (N-1) x (n + 4 ceil(n/256))")
-    c = int(sqrt(P)); if (c * c < P) c++
-    m = int((P + c - 1) / c)
-    want("excomp_powersgd4_sent_mb_4_ranks", 1.5 * 4 * 4 * (m + c) / 1e6, 0.002,
-         "two all-reduces of the factors: 2(N-1)/N x 4 R (m + c), c = ceil(sqrt n), m = ceil(n/c)")
+    # PowerSGD per weight matrix: R (m + c) for each, the norm gains whole
+    sgd_words = 2 * (V + C) * 4 + L * (4 * (2 * (C + H * hd) + 2 * (C + KV * hd) + 3 * (C + F)) + 2 * C) + C
+    want("excomp_powersgd4_sent_mb_4_ranks", 1.5 * 4 * sgd_words / 1e6, 0.002,
+         "two all-reduces: 2(N-1)/N x 4 (sum over the m x c matrices R (m + c) + the gain values)")
     want("excomp_topk_break_even_fraction_4_ranks", 1 / 4, 0.002, "(N-1) 8 F n = 2(N-1)/N 4 n: F = 1/N")
 }
 END {

@@ -98,8 +98,8 @@ int main(int argc, char **argv) {
         strategy = grad_compress_strategy(&ddp.gc);
         say("compress: %s, error feedback %s, after backward: %.0f B per rank per step (formula: %s; "
             "uncompressed ring %.0f B)\n", compress_name(&spec, name), ddp.error_feedback,
-            compress_sent_bytes(&spec, tr.model.size, tr.dp), compress_formula(&spec),
-            compress_sent_bytes(&(compress_spec_t){0}, tr.model.size, tr.dp));
+            compressor_sent_bytes(&ddp.gc.z, tr.dp), compress_formula(&spec),
+            compress_sent_bytes(&(compress_spec_t){0}, tr.model.size, NULL, 0, tr.dp));
     } else if (!ddp.local_steps) {
         strategy = train_ddp(&tr, &ddp.gs, !ddp.no_overlap);
     }

@@ -47,20 +47,33 @@ void compress_matrix(size_t n, size_t *m, size_t *c) {
     *m = (n + *c - 1) / *c;
 }
 
-size_t compress_piece_bytes(const compress_spec_t *spec, size_t n) {
-    size_t b = 0, m, c;
+static int is_matrix(const compress_shape_t *t) { return t->rows > 1 && t->cols > 1; }
+
+/* PowerSGD's words: R (m + c) per matrix, the values of each vector. */
+static size_t powersgd_words(int R, size_t n, const compress_shape_t *t, int nt) {
+    size_t m, c, w = 0;
+    if (!t) {
+        compress_matrix(n, &m, &c);
+        return (size_t)R * (m + c);
+    }
+    for (int k = 0; k < nt; k++) w += is_matrix(&t[k]) ? (size_t)R * (t[k].rows + t[k].cols) : t[k].rows * t[k].cols;
+    return w;
+}
+
+size_t compress_piece_bytes(const compress_spec_t *spec, size_t n, const compress_shape_t *t, int nt) {
+    size_t b = 0;
     switch (spec->kind) {
     case COMPRESS_NONE: b = 4 * n; break;
     case COMPRESS_INT8: b = n + 4 * blocks(n); break;
     case COMPRESS_SIGN: b = (n + 7) / 8 + 4 * blocks(n); break;
     case COMPRESS_TOPK: b = 8 * topk_k(spec, n); break;
-    case COMPRESS_POWERSGD: compress_matrix(n, &m, &c); b = 4 * (size_t)spec->rank * (m + c); break;
+    case COMPRESS_POWERSGD: b = 4 * powersgd_words(spec->rank, n, t, nt); break;
     }
     return (b + 3) / 4 * 4;
 }
 
-double compress_sent_bytes(const compress_spec_t *spec, size_t n, int N) {
-    double piece = (double)compress_piece_bytes(spec, n);
+double compress_sent_bytes(const compress_spec_t *spec, size_t n, const compress_shape_t *t, int nt, int N) {
+    double piece = (double)compress_piece_bytes(spec, n, t, nt);
     if (spec->kind == COMPRESS_NONE || spec->kind == COMPRESS_POWERSGD) return 2.0 * (N - 1) / N * piece;
     return (N - 1) * piece;
 }
@@ -70,7 +83,7 @@ const char *compress_formula(const compress_spec_t *spec) {
     case COMPRESS_INT8: return "(N-1) (n + 4 ceil(n/256))";
     case COMPRESS_SIGN: return "(N-1) (ceil(n/8) + 4 ceil(n/256))";
     case COMPRESS_TOPK: return "(N-1) 8 ceil(F n)";
-    case COMPRESS_POWERSGD: return "2 (N-1)/N 4 R (m + c), m x c ~ n, c = ceil(sqrt n)";
+    case COMPRESS_POWERSGD: return "2 (N-1)/N 4 (sum over m x c matrices R (m + c) + vector values)";
     default: return "2 (N-1)/N 4 n";
     }
 }
@@ -97,7 +110,7 @@ static float kth_largest(float *v, size_t n, size_t k) {
 
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out) {
     size_t nb = blocks(n);
-    memset(out, 0, compress_piece_bytes(spec, n));
+    memset(out, 0, compress_piece_bytes(spec, n, NULL, 0));
     if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN) {
         float *scale = out;                          /* (nb) */
         uint8_t *codes = (uint8_t *)(scale + nb);    /* int8: (n); sign: (ceil(n / 8)) bits */
@@ -169,25 +182,40 @@ void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, 
 
 /* ---- the compressed all-reduce ----------------------------------------------------- */
 
-void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, int world) {
+void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
+                     int nt, int world) {
     memset(z, 0, sizeof *z);
     z->spec = *spec;
     z->ef = ef;
     z->n = n;
     z->residual = xcalloc(n, sizeof(float));
     z->e = xcalloc(n, sizeof(float));
-    size_t piece = compress_piece_bytes(spec, n);
     if (spec->kind == COMPRESS_POWERSGD) {
-        size_t R = (size_t)spec->rank;
-        compress_matrix(n, &z->m, &z->c);
-        z->p = xcalloc(z->m * R, sizeof(float));
-        z->q = xcalloc(z->c * R, sizeof(float));
+        size_t R = (size_t)spec->rank, total = 0;
+        z->flat = !t;
+        z->nt = t ? nt : 1;
+        z->t = xmalloc(sizeof *z->t * (size_t)z->nt);
+        if (t) memcpy(z->t, t, sizeof *t * (size_t)nt);
+        else compress_matrix(n, &z->t[0].rows, &z->t[0].cols);
+        for (int k = 0; k < z->nt; k++) {
+            if (z->flat || is_matrix(&z->t[k])) {
+                z->np += z->t[k].rows * R;
+                z->nq += z->t[k].cols * R;
+            } else {
+                z->nq += z->t[k].rows * z->t[k].cols;
+            }
+            total += z->t[k].rows * z->t[k].cols;
+        }
+        if (t && total != n) die("compressor_init: the tensors hold %zu values, the gradient %zu", total, n);
+        z->p = xcalloc(z->np, sizeof(float));
+        z->q = xcalloc(z->nq, sizeof(float));
         uint64_t s = 0x9e3779b97f4a7c15ull;   /* the same start on every rank */
-        for (size_t i = 0; i < z->c * R; i++) {
+        for (size_t i = 0; i < z->nq; i++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             z->q[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
         }
     } else if (spec->kind != COMPRESS_NONE) {
+        size_t piece = compress_piece_bytes(spec, n, NULL, 0);
         z->piece = xmalloc(piece);
         z->all = xmalloc(piece * (size_t)world);
     }
@@ -198,9 +226,14 @@ void compressor_free(compressor_t *z) {
     free(z->e);
     free(z->piece);
     free(z->all);
+    free(z->t);
     free(z->p);
     free(z->q);
     memset(z, 0, sizeof *z);
+}
+
+double compressor_sent_bytes(const compressor_t *z, int N) {
+    return compress_sent_bytes(&z->spec, z->n, z->flat ? NULL : z->t, z->nt, N);
 }
 
 /* Columns of a (rows, R) row-major matrix made orthonormal (Gram-Schmidt);
@@ -219,23 +252,67 @@ static void orthonormalise(float *a, size_t rows, int R) {
     }
 }
 
-/* x <- P Q^T of the sum over ranks of e (one warm-started power iteration). */
+/* x <- the sum over ranks of e, each matrix as P Q^T (one warm-started
+ * power iteration), each vector exact. A matrix m x c holds len values of e
+ * from off (len < m c only in the flat view: the padding is zero). */
 static void powersgd(compressor_t *z, comm_t *cm, float *x) {
-    size_t m = z->m, c = z->c, n = z->n;
     int R = z->spec.rank;
-    memset(z->p, 0, sizeof(float) * m * (size_t)R);
-    for (size_t i = 0; i < n; i++)   /* P = M Q: M[i / c][i % c] = e[i], the padding is zero */
-        for (int j = 0; j < R; j++) z->p[(i / c) * R + j] += z->e[i] * z->q[(i % c) * R + j];
-    comm_allreduce(cm, z->p, z->p, m * (size_t)R, DT_F32, RED_SUM);   /* linear: sum of M_r Q */
-    orthonormalise(z->p, m, R);
-    memset(z->q, 0, sizeof(float) * c * (size_t)R);
-    for (size_t i = 0; i < n; i++)   /* Q = M^T P */
-        for (int j = 0; j < R; j++) z->q[(i % c) * R + j] += z->e[i] * z->p[(i / c) * R + j];
-    comm_allreduce(cm, z->q, z->q, c * (size_t)R, DT_F32, RED_SUM);
-    for (size_t i = 0; i < n; i++) {   /* x = P Q^T */
-        float s = 0;
-        for (int j = 0; j < R; j++) s += z->p[(i / c) * R + j] * z->q[(i % c) * R + j];
-        x[i] = s;
+    size_t off = 0, po = 0, qo = 0;
+    memset(z->p, 0, sizeof(float) * z->np);
+    for (int k = 0; k < z->nt; k++) {   /* P = M Q */
+        size_t c = z->t[k].cols, len = z->t[k].rows * c;
+        if (len > z->n - off) len = z->n - off;
+        if (z->flat || is_matrix(&z->t[k])) {
+            float *p = z->p + po, *q = z->q + qo;
+            for (size_t i = 0; i < len; i++)
+                for (int j = 0; j < R; j++) p[(i / c) * R + j] += z->e[off + i] * q[(i % c) * R + j];
+            po += z->t[k].rows * (size_t)R;
+            qo += c * (size_t)R;
+        } else {
+            qo += len;
+        }
+        off += len;
+    }
+    comm_allreduce(cm, z->p, z->p, z->np, DT_F32, RED_SUM);   /* linear: sum of M_r Q */
+    off = po = qo = 0;
+    for (int k = 0; k < z->nt; k++) {   /* Q = M^T P; a vector's values as they are */
+        size_t c = z->t[k].cols, len = z->t[k].rows * c;
+        if (len > z->n - off) len = z->n - off;
+        float *q = z->q + qo;
+        if (z->flat || is_matrix(&z->t[k])) {
+            float *p = z->p + po;
+            orthonormalise(p, z->t[k].rows, R);
+            memset(q, 0, sizeof(float) * c * (size_t)R);
+            for (size_t i = 0; i < len; i++)
+                for (int j = 0; j < R; j++) q[(i % c) * R + j] += z->e[off + i] * p[(i / c) * R + j];
+            po += z->t[k].rows * (size_t)R;
+            qo += c * (size_t)R;
+        } else {
+            memcpy(q, z->e + off, sizeof(float) * len);
+            qo += len;
+        }
+        off += len;
+    }
+    comm_allreduce(cm, z->q, z->q, z->nq, DT_F32, RED_SUM);
+    off = po = qo = 0;
+    for (int k = 0; k < z->nt; k++) {   /* x = P Q^T; a vector's sum */
+        size_t c = z->t[k].cols, len = z->t[k].rows * c;
+        if (len > z->n - off) len = z->n - off;
+        const float *q = z->q + qo;
+        if (z->flat || is_matrix(&z->t[k])) {
+            const float *p = z->p + po;
+            for (size_t i = 0; i < len; i++) {
+                float s = 0;
+                for (int j = 0; j < R; j++) s += p[(i / c) * R + j] * q[(i % c) * R + j];
+                x[off + i] = s;
+            }
+            po += z->t[k].rows * (size_t)R;
+            qo += c * (size_t)R;
+        } else {
+            memcpy(x + off, q, sizeof(float) * len);
+            qo += len;
+        }
+        off += len;
     }
 }
 
@@ -254,7 +331,7 @@ void compress_allreduce(compressor_t *z, comm_t *cm, float *x) {
         }
         return;
     }
-    size_t piece = compress_piece_bytes(&z->spec, n);
+    size_t piece = compress_piece_bytes(&z->spec, n, NULL, 0);
     compress_encode(&z->spec, z->e, n, z->piece);
     if (z->ef) {   /* r = e - D(C(e)) */
         memcpy(z->residual, z->e, sizeof(float) * n);

@@ -10,10 +10,13 @@
  *               Karimireddy et al. 2019). Bytes: ceil(n / 8) + 4 ceil(n / B).
  *   topk:F      the k = ceil(F n) values of largest |x| (ties: lower index
  *               first) as fp32 value + uint32 index.  Bytes: 8 k.
- *   powersgd:R  rank-R approximation P Q^T of x viewed as an m x c matrix
- *               (c = ceil(sqrt(n)), m = ceil(n / c), zero-padded), one power
- *               iteration warm-started from the last step's Q (Vogels et al.
- *               2019).  Bytes: both factors, 4 R (m + c).
+ *   powersgd:R  per weight matrix (m x c, given by the caller's tensor
+ *               list) the rank-R approximation P Q^T, one power iteration
+ *               warm-started from the last step's Q (Vogels et al. 2019);
+ *               vectors (norm gains: one row or one column) are sent as
+ *               they are.  Bytes: 4 (sum over matrices R (m + c) + the
+ *               vectors' values).  Without a tensor list, x is one matrix
+ *               m x c (c = ceil(sqrt(n)), m = ceil(n / c), zero-padded).
  *
  * Why not all-reduce the compressed values? A sum of int8 codes with
  * different scales, or of signs, is not the code of the sum: a ring would
@@ -23,14 +26,15 @@
  * rank holds the identical sum). A rank then sends (N - 1) x piece bytes
  * (ring all-gather), growing with N, against 2 (N - 1) / N x 4 n for the
  * uncompressed ring all-reduce. PowerSGD is linear in x for a fixed Q
- * (P = x Q sums over ranks), so its two factors are all-reduced:
- * 2 (N - 1) / N x 4 R (m + c) bytes, the same at any N.
+ * (P = x Q sums over ranks), so its two factors are all-reduced (the
+ * vectors ride with the Q's): 2 (N - 1) / N x its piece, the same at any N.
  *
  * Error feedback (Karimireddy et al. 2019): each rank keeps a residual r,
  * what compression dropped so far, and compresses e = g + r instead of g;
  * then r = e - D(C(e)). Nothing is lost for good: the sum over steps of what
  * was sent plus the residual equals the sum of the gradients. PowerSGD's
- * D is the SUM's approximation, so a rank's residual is e - P Q^T / N.
+ * D is the SUM's approximation, so a rank's residual is e - P Q^T / N (for
+ * a vector, sent whole, e - sum / N: the residuals add up to zero).
  *
  * Everything here works on host memory (trainers on a GPU stage the
  * gradient through the host); sums are deterministic. */
@@ -50,6 +54,10 @@ extern "C" {
 
 typedef enum { COMPRESS_NONE = 0, COMPRESS_INT8, COMPRESS_SIGN, COMPRESS_TOPK, COMPRESS_POWERSGD } compress_kind;
 
+/* One tensor of the gradient, row-major: rows x cols values (a vector has
+ * rows = 1 or cols = 1). A list of them covers x in order. */
+typedef struct { size_t rows, cols; } compress_shape_t;
+
 typedef struct {
     compress_kind kind;
     double frac;   /* topk: the fraction kept */
@@ -61,17 +69,18 @@ typedef struct {
 int compress_parse(const char *s, compress_spec_t *spec);
 /* The spec as compress_parse reads it ("topk:0.01"); buf of 32 bytes. */
 const char *compress_name(const compress_spec_t *spec, char *buf);
-/* The piece one rank contributes for n values: its bytes by the formulas
- * above, rounded up to whole 4-byte words (the messages are fp32 words).
- * none: 4 n. */
-size_t compress_piece_bytes(const compress_spec_t *spec, size_t n);
+/* The piece one rank contributes for n values made of the nt tensors t
+ * (t = NULL: one flat vector; only PowerSGD looks at the shapes): its bytes
+ * by the formulas above, rounded up to whole 4-byte words (the messages are
+ * fp32 words). none: 4 n. */
+size_t compress_piece_bytes(const compress_spec_t *spec, size_t n, const compress_shape_t *t, int nt);
 /* Bytes one rank sends for a compressed all-reduce of n values on N ranks
  * (ring collectives): none 2 (N-1)/N 4n; powersgd 2 (N-1)/N piece;
  * the others (N-1) piece. */
-double compress_sent_bytes(const compress_spec_t *spec, size_t n, int N);
+double compress_sent_bytes(const compress_spec_t *spec, size_t n, const compress_shape_t *t, int nt, int N);
 /* compress_sent_bytes' formula in words, for the programs to print. */
 const char *compress_formula(const compress_spec_t *spec);
-/* PowerSGD's matrix view of n values: m x c. */
+/* PowerSGD's matrix view of n flat values: m x c. */
 void compress_matrix(size_t n, size_t *m, size_t *c);
 
 /* int8, sign, topk: encode x (n values) into out (compress_piece_bytes);
@@ -86,12 +95,22 @@ typedef struct {
     float *residual;      /* (n) what compression has dropped so far (ef) */
     float *e;             /* (n) g + residual */
     void *piece, *all;    /* this rank's piece; every rank's (all-gather) */
-    size_t m, c;          /* powersgd: the matrix view */
-    float *p, *q;         /* powersgd: (m, R) and (c, R), q kept between calls */
+    int nt;               /* powersgd: the tensors (one m x c matrix for a flat x) */
+    compress_shape_t *t;
+    int flat;             /* powersgd: x is flat, t[0] its padded matrix view */
+    size_t np, nq;        /* powersgd: the words of p and of q */
+    float *p;             /* powersgd: each matrix's P (m, R), in order */
+    float *q;             /* powersgd: each matrix's Q (c, R), kept between calls, or
+                             a vector's values */
 } compressor_t;
 
-void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, int world);
+/* t, nt: the tensors of x (their values must add up to n), or NULL, 0 for a
+ * flat x. */
+void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
+                     int nt, int world);
 void compressor_free(compressor_t *z);
+/* compress_sent_bytes for z's gradient and tensors. */
+double compressor_sent_bytes(const compressor_t *z, int N);
 /* x (host, z->n values) <- the sum over cm's ranks of the decompressed
  * (x + residual); the residual is updated when ef is on. Identical on every
  * rank. cm must move host memory (the MPI backend). */

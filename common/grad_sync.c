@@ -317,7 +317,14 @@ void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const comp
     if (comm->backend != COMM_MPI) usage_error("--compress works on host memory: add --comm mpi");
     c->comm = comm;
     c->model = m;
-    compressor_init(&c->z, spec, ef, m->size, comm->size);
+    int nt = model_tensors(&m->cfg, &m->shard, NULL, 0);   /* PowerSGD: one factorisation per weight matrix */
+    model_tensor_t *ts = xmalloc(sizeof *ts * (size_t)nt);
+    compress_shape_t *shapes = xmalloc(sizeof *shapes * (size_t)nt);
+    model_tensors(&m->cfg, &m->shard, ts, nt);
+    for (int k = 0; k < nt; k++) shapes[k] = (compress_shape_t){ts[k].rows, ts[k].cols};
+    compressor_init(&c->z, spec, ef, m->size, shapes, nt, comm->size);
+    free(shapes);
+    free(ts);
     if (comm->dev->kind != DEV_CPU) c->host = xmalloc(sizeof(float) * m->size);
 }
 

@@ -169,7 +169,7 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g);
 
 /* DDP with compressed gradients (compress.h): backward only accumulates;
  * at the step's end the whole flat gradient is compressed (with error
- * feedback when ef), all-reduced at once and written back (on a GPU through
+ * feedback when ef; PowerSGD per weight matrix of the model's tensor list), all-reduced at once and written back (on a GPU through
  * host memory; the communicator must be MPI's). No buckets, no overlap: the
  * whole synchronisation is exposed. */
 typedef struct {

@@ -48,15 +48,15 @@ TEST(piece_bytes_match_the_formulas) {
         size_t k = (size_t)ceil(0.01 * (double)n);
         compress_matrix(n, &m, &c);
         EXPECT(m * c >= n && (m - 1) * c < n);
-        EXPECT_EQ_INT(compress_piece_bytes(&no, n), 4 * n);
-        EXPECT_EQ_INT(compress_piece_bytes(&s8, n), (n + 4 * nb + 3) / 4 * 4);
-        EXPECT_EQ_INT(compress_piece_bytes(&s1, n), ((n + 7) / 8 + 4 * nb + 3) / 4 * 4);
-        EXPECT_EQ_INT(compress_piece_bytes(&tk, n), 8 * (k < 1 ? 1 : k));
-        EXPECT_EQ_INT(compress_piece_bytes(&ps, n), 16 * (m + c));
+        EXPECT_EQ_INT(compress_piece_bytes(&no, n, NULL, 0), 4 * n);
+        EXPECT_EQ_INT(compress_piece_bytes(&s8, n, NULL, 0), (n + 4 * nb + 3) / 4 * 4);
+        EXPECT_EQ_INT(compress_piece_bytes(&s1, n, NULL, 0), ((n + 7) / 8 + 4 * nb + 3) / 4 * 4);
+        EXPECT_EQ_INT(compress_piece_bytes(&tk, n, NULL, 0), 8 * (k < 1 ? 1 : k));
+        EXPECT_EQ_INT(compress_piece_bytes(&ps, n, NULL, 0), 16 * (m + c));
         for (int N = 1; N <= 5; N++) {
-            EXPECT_NEAR(compress_sent_bytes(&no, n, N), 2.0 * (N - 1) / N * 4 * n, 1e-12);
-            EXPECT_NEAR(compress_sent_bytes(&s8, n, N), (N - 1) * (double)compress_piece_bytes(&s8, n), 1e-12);
-            EXPECT_NEAR(compress_sent_bytes(&ps, n, N), 2.0 * (N - 1) / N * 16 * (m + c), 1e-12);
+            EXPECT_NEAR(compress_sent_bytes(&no, n, NULL, 0, N), 2.0 * (N - 1) / N * 4 * n, 1e-12);
+            EXPECT_NEAR(compress_sent_bytes(&s8, n, NULL, 0, N), (N - 1) * (double)compress_piece_bytes(&s8, n, NULL, 0), 1e-12);
+            EXPECT_NEAR(compress_sent_bytes(&ps, n, NULL, 0, N), 2.0 * (N - 1) / N * 16 * (m + c), 1e-12);
         }
     }
 }
@@ -64,7 +64,7 @@ TEST(piece_bytes_match_the_formulas) {
 /* x <- fill(seed), d <- D(C(x)). */
 static void round_trip(const char *name, float *x, float *d, size_t n, unsigned seed) {
     compress_spec_t s = spec_of(name);
-    void *piece = xmalloc(compress_piece_bytes(&s, n));
+    void *piece = xmalloc(compress_piece_bytes(&s, n, NULL, 0));
     fill(x, n, seed);
     memset(d, 0, sizeof(float) * n);
     compress_encode(&s, x, n, piece);
@@ -154,7 +154,7 @@ TEST(error_feedback_delivered_plus_residuals_equals_every_gradient) {
     for (int t = 0; t < ARRAY_LEN(specs); t++) {
         compress_spec_t s = spec_of(specs[t]);
         compressor_t z;
-        compressor_init(&z, &s, 1, n, cm.size);
+        compressor_init(&z, &s, 1, n, NULL, 0, cm.size);
         memset(want, 0, sizeof(double) * n);
         memset(got, 0, sizeof(double) * n);
         for (int step = 0; step < 4; step++) {
@@ -195,7 +195,7 @@ TEST(compressed_allreduce_is_the_rank_order_sum_of_decoded_pieces) {
     float *x = xmalloc(sizeof(float) * n), *g = xmalloc(sizeof(float) * n), *want = xmalloc(sizeof(float) * n);
     for (int t = 0; t < ARRAY_LEN(specs); t++) {
         compress_spec_t s = spec_of(specs[t]);
-        void *piece = xmalloc(compress_piece_bytes(&s, n));
+        void *piece = xmalloc(compress_piece_bytes(&s, n, NULL, 0));
         memset(want, 0, sizeof(float) * n);
         for (int r = 0; r < cm.size; r++) {
             fill(g, n, (unsigned)r + 7);
@@ -203,11 +203,11 @@ TEST(compressed_allreduce_is_the_rank_order_sum_of_decoded_pieces) {
             compress_decode_add(&s, piece, n, 1.0f, want);
         }
         compressor_t z;
-        compressor_init(&z, &s, 0, n, cm.size);
+        compressor_init(&z, &s, 0, n, NULL, 0, cm.size);
         double before = comm_sent_bytes(&cm);
         fill(x, n, (unsigned)cm.rank + 7);
         compress_allreduce(&z, &cm, x);
-        EXPECT_NEAR(comm_sent_bytes(&cm) - before, compress_sent_bytes(&s, n, cm.size), 1e-12);
+        EXPECT_NEAR(comm_sent_bytes(&cm) - before, compress_sent_bytes(&s, n, NULL, 0, cm.size), 1e-12);
         for (size_t i = 0; i < n; i++)
             if (x[i] != want[i]) { UNIT_FAIL("%s: element %zu is %.9g, the decoded pieces sum to %.9g", specs[t], i, x[i], want[i]); break; }
         for (size_t i = 0; i < n; i++)
@@ -235,12 +235,12 @@ TEST(powersgd_rank_1_recovers_a_rank_1_sum) {
         }
     compress_spec_t s = spec_of("powersgd:1");
     compressor_t z;
-    compressor_init(&z, &s, 0, n, cm.size);
-    EXPECT_EQ_INT(z.m, m);
-    EXPECT_EQ_INT(z.c, c);
+    compressor_init(&z, &s, 0, n, NULL, 0, cm.size);
+    EXPECT_EQ_INT(z.t[0].rows, m);
+    EXPECT_EQ_INT(z.t[0].cols, c);
     double before = comm_sent_bytes(&cm);
     compress_allreduce(&z, &cm, x);
-    EXPECT_NEAR(comm_sent_bytes(&cm) - before, compress_sent_bytes(&s, n, cm.size), 1e-12);
+    EXPECT_NEAR(comm_sent_bytes(&cm) - before, compress_sent_bytes(&s, n, NULL, 0, cm.size), 1e-12);
     double big = 0, worst = 0;
     for (size_t i = 0; i < n; i++) {
         big = fmax(big, fabs(want[i]));
@@ -248,6 +248,51 @@ TEST(powersgd_rank_1_recovers_a_rank_1_sum) {
     }
     if (worst > 1e-5 * big) UNIT_FAIL("rank-1 sum recovered with max error %g (max |sum| %g)", worst, big);
     expect_same_on_every_rank(x, n, "powersgd:1");
+    compressor_free(&z);
+    free(x); free(want);
+    stop();
+}
+
+/* PowerSGD per tensor (Vogels et al. 2019): each matrix of the list gets its
+ * own rank-R factors, so a gradient whose every matrix is a rank-1 sum comes
+ * back exactly at R = 1 (the flat view of the same values is not rank 1);
+ * vectors are all-reduced as they are, and the bytes are
+ * 2 (N-1)/N 4 (sum R (m + c) + the vectors' values). */
+TEST(powersgd_factors_each_matrix_and_sends_vectors_whole) {
+    start();
+    compress_shape_t t[] = {{6, 5}, {1, 7}, {4, 9}, {3, 1}};
+    size_t n = 6 * 5 + 7 + 4 * 9 + 3, words = (6 + 5) + 7 + (4 + 9) + 3;
+    float *x = xmalloc(sizeof(float) * n), *want = xmalloc(sizeof(float) * n);
+    memset(want, 0, sizeof(float) * n);
+    for (int r = 0; r < cm.size; r++) {
+        size_t off = 0;
+        for (int k = 0; k < ARRAY_LEN(t); k++) {
+            for (size_t i = 0; i < t[k].rows * t[k].cols; i++) {
+                size_t row = i / t[k].cols, col = i % t[k].cols;
+                float u = (float)row - 1.5f * (float)k, v = (float)((col + 2 * (size_t)k + 1) * (size_t)(r + 1) % 5) - 2.0f;
+                if (r == cm.rank) x[off + i] = u * v;
+                want[off + i] += u * v;
+            }
+            off += t[k].rows * t[k].cols;
+        }
+    }
+    compress_spec_t s = spec_of("powersgd:1");
+    compressor_t z;
+    compressor_init(&z, &s, 0, n, t, ARRAY_LEN(t), cm.size);
+    double before = comm_sent_bytes(&cm), formula = 2.0 * (cm.size - 1) / cm.size * 4 * (double)words;
+    EXPECT_NEAR(compress_sent_bytes(&s, n, t, ARRAY_LEN(t), cm.size), formula, 1e-9);
+    compress_allreduce(&z, &cm, x);
+    EXPECT_NEAR(comm_sent_bytes(&cm) - before, formula, 1e-9);
+    double big = 0, worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        big = fmax(big, fabs(want[i]));
+        if (fabs(x[i] - want[i]) > worst) { worst = fabs(x[i] - want[i]); at = i; }
+    }
+    if (worst > 1e-5 * big) UNIT_FAIL("max error %g at %zu (%g, the sum %g; max |sum| %g)", worst, at, x[at], want[at], big);
+    for (size_t i = 30; i < 37; i++)   /* the 1 x 7 vector: the exact sum */
+        if (x[i] != want[i]) { UNIT_FAIL("vector element %zu is %.9g, the sum %.9g", i, x[i], want[i]); break; }
+    expect_same_on_every_rank(x, n, "powersgd:1 per tensor");
     compressor_free(&z);
     free(x); free(want);
     stop();
