@@ -66,10 +66,38 @@ void dist_allreduce(void *buf, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, con
     watch_end();
 }
 
+#define MESH_WHERE "10_nd_llama/README.md, Assignment: the rank layout of the mesh"
+
 int mesh_rank(const mesh_t *m, const int c[AXES]) {
+    /* ASSIGNMENT 10-mesh: the rank layout of the mesh (10_nd_llama/README.md, "Assignment: the rank layout of the mesh") */
+    /* STUB: (void)m, (void)c; */
+    /* STUB: not_implemented("mesh_rank (coordinates to world rank)", MESH_WHERE); */
+    /* STUB: return 0; */
     int r = 0;
     for (int a = AXES - 1; a >= 0; a--) r = r * m->size[a] + c[a];
     return r;
+    /* END ASSIGNMENT 10-mesh */
+}
+
+/* m->coord from the world rank (tp fastest), then m->axis[a] for every axis:
+ * the ranks whose coordinates differ only on axis a, ranked by that one. */
+static void mesh_layout(mesh_t *m, int rank) {
+    /* ASSIGNMENT 10-mesh: the rank layout of the mesh (10_nd_llama/README.md, "Assignment: the rank layout of the mesh") */
+    /* STUB: (void)m, (void)rank; */
+    /* STUB: not_implemented("mesh_layout (coordinates and axis communicators)", MESH_WHERE); */
+    int r = rank;
+    for (int a = 0; a < AXES; a++) {
+        m->coord[a] = r % m->size[a];
+        r /= m->size[a];
+    }
+    for (int a = 0; a < AXES; a++) {
+        /* colour = the coordinates on the other axes; key = this axis's coordinate */
+        int c[AXES];
+        memcpy(c, m->coord, sizeof c);
+        c[a] = 0;
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, mesh_rank(m, c), m->coord[a], &m->axis[a]));
+    }
+    /* END ASSIGNMENT 10-mesh */
 }
 
 void mesh_init(mesh_t *m, const dist_t *d, int tp, int cp, int pp, int dp) {
@@ -83,18 +111,7 @@ void mesh_init(mesh_t *m, const dist_t *d, int tp, int cp, int pp, int dp) {
         usage_error("mesh tp %d x cp %d x pp %d x dp %d = %ld ranks, but the world has %d",
                     tp, cp, pp, dp, prod, d->world);
     memcpy(m->size, sizes, sizeof sizes);
-    int r = d->rank;
-    for (int a = 0; a < AXES; a++) {
-        m->coord[a] = r % sizes[a];
-        r /= sizes[a];
-    }
-    for (int a = 0; a < AXES; a++) {
-        /* colour = the coordinates on the other axes; key = this axis's coordinate */
-        int c[AXES];
-        memcpy(c, m->coord, sizeof c);
-        c[a] = 0;
-        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, mesh_rank(m, c), m->coord[a], &m->axis[a]));
-    }
+    mesh_layout(m, d->rank);
 }
 
 void mesh_destroy(mesh_t *m) {

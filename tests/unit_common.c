@@ -118,6 +118,48 @@ TEST(mesh_axes_join_ranks_differing_in_one_coordinate) {
     }
 }
 
+/* The layout the suite promises (tp fastest): world rank = tp + TP x (cp + CP x
+ * (pp + PP x dp)), so the tp group is the block of TP consecutive ranks, and
+ * the ranks of the group of axis a, in order, step by the product of the
+ * sizes of the axes below a. Shapes with a 3 catch a digit taken modulo the
+ * wrong size. */
+TEST(mesh_ranks_are_laid_out_tp_fastest) {
+    int w = unit_dist.world, me = unit_dist.rank;
+    int shapes[][4] = {{2, 1, 1, 2}, {1, 2, 2, 1}, {2, 2, 1, 1}, {1, 1, 2, 2}, {4, 1, 1, 1},
+                       {3, 1, 1, 2}, {1, 2, 3, 1}, {2, 1, 1, 3}, {1, 3, 2, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int *sz = shapes[s];
+        if (sz[0] * sz[1] * sz[2] * sz[3] != w) continue;
+        mesh_t m;
+        mesh_init(&m, &unit_dist, sz[0], sz[1], sz[2], sz[3]);
+        int stride = 1;
+        for (int a = 0; a < AXES; a++) {
+            int want = me / stride % sz[a];
+            if (m.coord[a] != want)
+                UNIT_FAIL("mesh %dx%dx%dx%d: rank %d has %s coordinate %d, expected %d", sz[0], sz[1], sz[2],
+                          sz[3], me, axis_name[a], m.coord[a], want);
+            int n = 0;
+            MPI_Comm_size(m.axis[a], &n);
+            int *got = xmalloc(sizeof(int) * (size_t)n);
+            dist_world_ranks(m.axis[a], got);
+            for (int i = 0; i < n && n == sz[a]; i++) {
+                int expect = me + (i - want) * stride;
+                if (got[i] != expect) {
+                    UNIT_FAIL("mesh %dx%dx%dx%d: rank %d's %s group holds world rank %d at %d, expected %d", sz[0],
+                              sz[1], sz[2], sz[3], me, axis_name[a], got[i], i, expect);
+                    break;
+                }
+            }
+            EXPECT_EQ_INT(n, sz[a]);
+            free(got);
+            stride *= sz[a];
+        }
+        int c[AXES] = {sz[0] - 1, sz[1] - 1, sz[2] - 1, 0};
+        EXPECT_EQ_INT(mesh_rank(&m, c), sz[0] * sz[1] * sz[2] - 1);
+        mesh_destroy(&m);
+    }
+}
+
 /* Integer-valued inputs keep every sum exact in fp32 and in bf16. */
 static float val(int rank, size_t i) { return (float)((rank + 1) + (int)(i % 5)); }
 
