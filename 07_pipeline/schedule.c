@@ -47,6 +47,27 @@ int pipe_schedule_valid(pipe_kind_t kind, int P, int M, int V, char *why, size_t
  * block: its outputs are sent and the next block's inputs received there). */
 typedef struct { int op, mb, chunk, block_end; } comp_t;
 
+/* 1F1B, PipeDream-Flush (Narayanan et al. 2019, 2021), on stage s of P with M
+ * micro-batches: warm up with the forwards the later stages need, then
+ * alternate one forward and one backward, then the remaining backwards.
+ * Writes the computes to o (one chunk, each the end of its block), returns
+ * how many. */
+static int order_1f1b(int P, int M, int s, comp_t *o) {
+    /* ASSIGNMENT 07-1f1b: the 1F1B schedule (07_pipeline/README.md, "Assignment: the 1F1B schedule") */
+    /* STUB: (void)P, (void)M, (void)s, (void)o; */
+    /* STUB: not_implemented("the 1F1B compute order", "07_pipeline/README.md, Assignment: the 1F1B schedule"); */
+    /* STUB: return 0; */
+    int w = P - s - 1 < M ? P - s - 1 : M, n = 0;
+    for (int i = 0; i < w; i++) o[n++] = (comp_t){PA_FWD, i, 0, 1};
+    for (int k = 0; k < M - w; k++) {
+        o[n++] = (comp_t){PA_FWD, w + k, 0, 1};
+        o[n++] = (comp_t){PA_BWD, k, 0, 1};
+    }
+    for (int i = M - w; i < M; i++) o[n++] = (comp_t){PA_BWD, i, 0, 1};
+    return n;
+    /* END ASSIGNMENT 07-1f1b */
+}
+
 static int order(pipe_kind_t kind, int P, int M, int V, int K, int s, comp_t *o) {
     int n = 0;
 #define PUT(op_, mb_, c_) (o[n++] = (comp_t){(op_), (mb_), (c_), 1})
@@ -58,14 +79,9 @@ static int order(pipe_kind_t kind, int P, int M, int V, int K, int s, comp_t *o)
         for (int i = 0; i < M; i++) PUT(PA_FWD, i, 0);
         for (int i = 0; i < M; i++) PUT(PA_BWD, i, 0);
         break;
-    case PIPE_1F1B: {         /* PipeDream-Flush (Narayanan et al. 2019, 2021): warm up with
-                                 the forwards the later stages need, then alternate */
-        int w = P - s - 1 < M ? P - s - 1 : M;
-        for (int i = 0; i < w; i++) PUT(PA_FWD, i, 0);
-        for (int k = 0; k < M - w; k++) { PUT(PA_FWD, w + k, 0); PUT(PA_BWD, k, 0); }
-        for (int i = M - w; i < M; i++) PUT(PA_BWD, i, 0);
+    case PIPE_1F1B:
+        n = order_1f1b(P, M, s, o);
         break;
-    }
     case PIPE_INTERLEAVED: {  /* Narayanan et al. 2021, as Megatron-LM orders it: the k-th
                                  forward runs micro-batch (k / PV) P + k % P through chunk
                                  (k / P) % V; backwards go through the chunks in reverse.
