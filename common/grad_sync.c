@@ -250,13 +250,12 @@ static void unit_reduce_scatter(grad_sync_t *g, int unit) {
     /* ASSIGNMENT 04-zero3: ZeRO-3's gather and reduce-scatter (04_fsdp/README.md, "Assignment: ZeRO-3's hooks") */
     /* STUB: (void)g, (void)unit; */
     /* STUB: not_implemented("the reduce-scatter after backward", "04_fsdp/README.md, Assignment: ZeRO-3's hooks"); */
-    grad_bucket_t *b = new_bucket(g);
-    b->unit = unit;
-    b->count = per_rank(g, unit);
-    if (g->overlap) {
-        launch(g, b);
-        release_upto(g, g->nbuckets - 1 - g->nslots);
-    }
+    grad_bucket_t *bucket = new_bucket(g);
+    bucket->unit = unit;
+    bucket->count = per_rank(g, unit);
+    if (!g->overlap) return;
+    launch(g, bucket);
+    release_upto(g, g->nbuckets - 1 - g->nslots);
     /* END ASSIGNMENT 04-zero3 */
 }
 
