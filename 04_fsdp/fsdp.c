@@ -128,6 +128,9 @@ static int take_weight_slot(fsdp_t *f, int u) {
 /* Cast this rank's fp32 master piece into its place in the unit's buffer and
  * all-gather the others' around it (in place). */
 static void gather_start(fsdp_t *f, int u) {
+    /* ASSIGNMENT 04-zero3: ZeRO-3's gather and reduce-scatter (04_fsdp/README.md, "Assignment: ZeRO-3's hooks") */
+    /* STUB: (void)f, (void)u; */
+    /* STUB: not_implemented("the all-gather before use", "04_fsdp/README.md, Assignment: ZeRO-3's hooks"); */
     fsdp_gather_t *g = &f->g[u];
     g->slot = take_weight_slot(f, u);
     size_t per = f->per[u];
@@ -140,6 +143,7 @@ static void gather_start(fsdp_t *f, int u) {
     } else {
         g->state = READY;
     }
+    /* END ASSIGNMENT 04-zero3 */
 }
 
 static void trace_gather(fsdp_t *f, int u, double t0, double t1) {

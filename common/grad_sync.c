@@ -222,12 +222,16 @@ static grad_bucket_t *new_bucket(grad_sync_t *g) {
 
 /* Close the pending range into a bucket; start it now when overlapping. */
 static void form_bucket(grad_sync_t *g) {
+    /* ASSIGNMENT 03-buckets: the bucketed all-reduce (03_ddp/README.md, "Assignment: the gradient buckets") */
+    /* STUB: (void)g; */
+    /* STUB: not_implemented("forming a bucket", "03_ddp/README.md, Assignment: the gradient buckets"); */
     if (g->lo == g->hi) return;
     grad_bucket_t *b = new_bucket(g);
     b->offset = g->lo;
     b->count = g->hi - g->lo;
     g->lo = g->hi = 0;
     if (g->overlap) launch(g, b);
+    /* END ASSIGNMENT 03-buckets */
 }
 
 /* Let MPI move the buckets in flight (a no-op cost when there are none). */
@@ -241,34 +245,48 @@ static void progress(grad_sync_t *g) {
     }
 }
 
+/* Reduce-scatter mode: unit `unit`'s gradient is final; its own bucket. */
+static void unit_reduce_scatter(grad_sync_t *g, int unit) {
+    /* ASSIGNMENT 04-zero3: ZeRO-3's gather and reduce-scatter (04_fsdp/README.md, "Assignment: ZeRO-3's hooks") */
+    /* STUB: (void)g, (void)unit; */
+    /* STUB: not_implemented("the reduce-scatter after backward", "04_fsdp/README.md, Assignment: ZeRO-3's hooks"); */
+    grad_bucket_t *bucket = new_bucket(g);
+    bucket->unit = unit;
+    bucket->count = per_rank(g, unit);
+    if (!g->overlap) return;
+    launch(g, bucket);
+    release_upto(g, g->nbuckets - 1 - g->nslots);
+    /* END ASSIGNMENT 04-zero3 */
+}
+
+/* All-reduce mode: the range [offset, +count) joins the pending bucket,
+ * which closes when it reaches the cap or the range is not adjacent. */
+static void add_to_bucket(grad_sync_t *g, size_t offset, size_t count) {
+    /* ASSIGNMENT 03-buckets: the bucketed all-reduce (03_ddp/README.md, "Assignment: the gradient buckets") */
+    /* STUB: (void)g, (void)offset, (void)count; */
+    /* STUB: not_implemented("adding a range to the bucket", "03_ddp/README.md, Assignment: the gradient buckets"); */
+    if (g->lo == g->hi) {
+        g->lo = offset;
+        g->hi = offset + count;
+    } else if (offset + count == g->lo) {
+        g->lo = offset;                    /* the usual case: backward walks down */
+    } else if (offset == g->hi) {
+        g->hi += count;
+    } else {
+        form_bucket(g);                    /* not adjacent: never mix ranges */
+        g->lo = offset;
+        g->hi = offset + count;
+    }
+    if (g->hi - g->lo >= g->cap) form_bucket(g);
+    /* END ASSIGNMENT 03-buckets */
+}
+
 static void on_unit_backward(void *ctx, model_t *m, int unit, model_pass_t pass) {
     grad_sync_t *g = ctx;
     if (pass != PASS_BACKWARD || !g->sync || g->comm->size == 1) return;   /* no_sync: accumulate */
     double t0 = now_s();
-    if (g->mode == GS_REDUCE_SCATTER) {
-        grad_bucket_t *b = new_bucket(g);
-        b->unit = unit;
-        b->count = per_rank(g, unit);
-        if (g->overlap) {
-            launch(g, b);
-            release_upto(g, g->nbuckets - 1 - g->nslots);
-        }
-    } else {
-        size_t offset = m->units[unit].offset, count = m->units[unit].count;
-        if (g->lo == g->hi) {
-            g->lo = offset;
-            g->hi = offset + count;
-        } else if (offset + count == g->lo) {
-            g->lo = offset;                    /* the usual case: backward walks down */
-        } else if (offset == g->hi) {
-            g->hi += count;
-        } else {
-            form_bucket(g);                    /* not adjacent: never mix ranges */
-            g->lo = offset;
-            g->hi = offset + count;
-        }
-        if (g->hi - g->lo >= g->cap) form_bucket(g);
-    }
+    if (g->mode == GS_REDUCE_SCATTER) unit_reduce_scatter(g, unit);
+    else add_to_bucket(g, m->units[unit].offset, m->units[unit].count);
     if (g->overlap) progress(g);
     /* On the CPU this time was taken from the backward pass. On a GPU the
      * host only queued work; grad_sync_finish measures what the stream waited. */
