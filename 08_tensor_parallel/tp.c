@@ -21,16 +21,24 @@
 
 /* forward of f under sp: the ranks' row blocks, in rank order */
 static void gather(void *ctx, const void *src, void *dst, size_t rows, int C, dtype_t t) {
+    /* ASSIGNMENT 08-seams: the seams f and g (08_tensor_parallel/README.md, "Assignment: the seams f and g") */
+    /* STUB: (void)ctx, (void)src, (void)dst, (void)rows, (void)C, (void)t; */
+    /* STUB: not_implemented("seam gather (f forward under sp)", "08_tensor_parallel/README.md, Assignment: the seams f and g"); */
     tp_t *tp = ctx;
     TIMED(tp, comm_allgather(tp->comm, src, dst, rows * (size_t)C, t));
+    /* END ASSIGNMENT 08-seams */
 }
 
 /* g forward / f backward: the sum over the ranks; with sp only this rank's
  * block of rows of it */
 static void reduce(void *ctx, void *src, void *dst, size_t rows, int C, dtype_t t) {
+    /* ASSIGNMENT 08-seams: the seams f and g (08_tensor_parallel/README.md, "Assignment: the seams f and g") */
+    /* STUB: (void)ctx, (void)src, (void)dst, (void)rows, (void)C, (void)t; */
+    /* STUB: not_implemented("seam reduce (g forward, f backward)", "08_tensor_parallel/README.md, Assignment: the seams f and g"); */
     tp_t *tp = ctx;
     if (src == dst) TIMED(tp, comm_allreduce(tp->comm, src, src, rows * (size_t)C, t, RED_SUM));
     else TIMED(tp, comm_reduce_scatter(tp->comm, src, dst, rows / (size_t)tp->comm->size * (size_t)C, t, RED_SUM));
+    /* END ASSIGNMENT 08-seams */
 }
 
 /* Vocabulary-parallel cross-entropy: lse over the whole vocabulary from the

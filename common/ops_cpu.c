@@ -394,9 +394,12 @@ static void cpu_attn_forward(const device_t *d, dtype_t t, const void *q, const 
 
 static void cpu_attn_merge(const device_t *d, dtype_t t, void *out, float *lse, const void *out_b,
                     const float *lse_b, int B, int T, int H, int hd) {
+    /* ASSIGNMENT 09-merge: the online-softmax merge (09_context_parallel/README.md, "Assignment: the online-softmax merge") */
+    /* STUB: (void)d, (void)t, (void)out, (void)lse, (void)out_b, (void)lse_b, (void)B, (void)T, (void)H, (void)hd; */
+    /* STUB: not_implemented("online-softmax merge (cpu_attn_merge)", "09_context_parallel/README.md, Assignment: the online-softmax merge"); */
     (void)d;
     for (int b = 0; b < B; b++)
-        for (int tt = 0; tt < T; tt++)
+        for (int tt = 0; tt < T; tt++) {
             for (int h = 0; h < H; h++) {
                 size_t li = ((size_t)b * H + h) * T + tt;
                 size_t o = (((size_t)b * T + tt) * H + h) * hd;
@@ -413,6 +416,8 @@ static void cpu_attn_merge(const device_t *d, dtype_t t, void *out, float *lse, 
                     st(out, t, o + i, (wa * ld(out, t, o + i) + wb * ld(out_b, t, o + i)) * inv);
                 lse[li] = m + logf(wa + wb);
             }
+        }
+    /* END ASSIGNMENT 09-merge */
 }
 
 static void cpu_attn_backward(const device_t *d, dtype_t t, const void *q, const void *k,

@@ -166,12 +166,14 @@ static void attn_backward_simple(const device_t *d, dtype_t t, const void *q, co
  * exact where one side saw no key. */
 __global__ void attn_merge_kernel(dtype_t t, void *out, float *lse, const void *out_b,
                                   const float *lse_b, size_t rows, int T, int H, int hd) {
+    /* ASSIGNMENT 09-merge: the online-softmax merge, on a GPU (09_context_parallel/README.md, "Assignment: the online-softmax merge") */
+    /* STUB: (void)t, (void)out, (void)lse, (void)out_b, (void)lse_b, (void)rows, (void)T, (void)H, (void)hd; */
     const size_t r = warp_row();
     const int lane = threadIdx.x % 32;
     if (r >= rows) return;
     const size_t h = r % H, bt = r / H, li = ((bt / T) * H + h) * T + bt % T, o = r * hd;
     const float la = lse[li], lb = lse_b[li];
-    __syncwarp();
+    __syncwarp();                                  /* every lane has read lse[li] */
     if (lb == -INFINITY) return;                   /* nothing new: keep (out, lse) */
     if (la == -INFINITY) {                         /* nothing yet: take block b */
         for (int c = lane; c < hd; c += 32) store(out, t, o + c, load(out_b, t, o + c));
@@ -179,17 +181,23 @@ __global__ void attn_merge_kernel(dtype_t t, void *out, float *lse, const void *
         return;
     }
     const float m = fmaxf(la, lb), wa = expf(la - m), wb = expf(lb - m), inv = 1.0f / (wa + wb);
-    for (int c = lane; c < hd; c += 32)
+    for (int c = lane; c < hd; c += 32) {
         store(out, t, o + c, (wa * load(out, t, o + c) + wb * load(out_b, t, o + c)) * inv);
+    }
     if (lane == 0) lse[li] = m + logf(wa + wb);
+    /* END ASSIGNMENT 09-merge */
 }
 
 void cuda_attn_merge(const device_t *d, dtype_t t, void *out, float *lse,
                      const void *out_b, const float *lse_b, int B, int T, int H, int hd) {
+    /* ASSIGNMENT 09-merge: the online-softmax merge, on a GPU (09_context_parallel/README.md, "Assignment: the online-softmax merge") */
+    /* STUB: (void)d, (void)t, (void)out, (void)lse, (void)out_b, (void)lse_b, (void)B, (void)T, (void)H, (void)hd; */
+    /* STUB: not_implemented("online-softmax merge on a GPU (attn_merge_kernel)", "09_context_parallel/README.md, Assignment: the online-softmax merge"); */
     const size_t rows = (size_t)B * T * H;
     if (rows == 0) return;
     LAUNCH(attn_merge_kernel, ceil_div(rows, THREADS / 32), THREADS, 0, stream_of(d), t, out, lse,
            out_b, lse_b, rows, T, H, hd);
+    /* END ASSIGNMENT 09-merge */
 }
 
 /* ---- attention: flash attention on the tensor cores ---------------------------------
