@@ -118,10 +118,10 @@ void model_init(model_t *m, const model_config_t *c, const model_shard_t *s, int
     SCR(out, R * C);
     SCR(att, Rf * Hq);
     SCR(att_b, (size_t)max_batch * m->Tc * Hq);
-    SCR(dout.dy2, Rf * C); SCR(dout.dyo, Rf * C);
 #undef SCR
     m->scr.dout.du1 = m->scr.du1; m->scr.dout.du3 = m->scr.du3;
     m->scr.dout.dq = m->scr.dq; m->scr.dout.dk = m->scr.dk; m->scr.dout.dv = m->scr.dv;
+    /* dout.dy2, dout.dyo stay NULL: a fused backward takes dw2 and dwo in B (no copy) */
     m->scr.lse = dev_alloc_as(d, (size_t)max_batch * m->H * m->T * sizeof(float), MEM_ACTS);
     m->scr.lse_b = dev_alloc_as(d, (size_t)max_batch * m->H * m->Tc * sizeof(float), MEM_ACTS);
     m->attn = (model_attn_t){NULL, model_attn_local_forward, model_attn_local_backward};
@@ -132,8 +132,7 @@ void model_free(model_t *m) {
     if (m->scr.dxn_r != m->scr.dxn) dev_free(d, m->scr.dxn_r);
     void *scr[] = {m->scr.dres, m->scr.dxn, m->scr.full, m->scr.part, m->scr.dq, m->scr.dk,
                    m->scr.dv, m->scr.datt, m->scr.du1, m->scr.du3, m->scr.dg, m->scr.dlogits,
-                   m->scr.out, m->scr.att, m->scr.lse, m->scr.lse_b, m->scr.att_b,
-                   m->scr.dout.dy2, m->scr.dout.dyo};
+                   m->scr.out, m->scr.att, m->scr.lse, m->scr.lse_b, m->scr.att_b};
     for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) dev_free(d, scr[i]);
     dev_free(d, m->params);
     dev_free(d, m->grads);
@@ -518,6 +517,20 @@ static void layer_forward(model_t *m, model_acts_t *a, int j, void *y) {
  * (it went through this rank's heads or ffn slice only): `reduced` sums it
  * before the norm's backward (Megatron's f operator). B leaves every linear's
  * output gradient in o for W. */
+/* dw2 += g^T dy and dwo += att^T dy (dy: the gradient of the block's output,
+ * of h), in fp32. */
+static void weight_grad_w2(model_t *m, model_acts_t *a, int j, const void *dy) {
+    const int u = a->first_unit + j, Rf = (int)a->rows_full, C = m->cfg.dim, F = m->F;
+    op_matmul(m->d, 1, 0, F, C, Rf, 1.0f, a->blocks[j].g, F, dy, C, m->dtype, 1.0f, G(m, u, m->lo.w2), C, DT_F32);
+}
+static void weight_grad_wo(model_t *m, model_acts_t *a, int j, const void *att, const void *dy) {
+    const int u = a->first_unit + j, Rf = (int)a->rows_full, C = m->cfg.dim, Hq = m->H * m->hd;
+    op_matmul(m->d, 1, 0, Hq, C, Rf, 1.0f, att, Hq, dy, C, m->dtype, 1.0f, G(m, u, m->lo.wo), C, DT_F32);
+}
+
+/* B of layer j: every input gradient and the norm gains'; each linear's
+ * output gradient left in o for W (o->dy2 and o->dyo NULL: a fused backward,
+ * which takes dw2 and dwo here instead, before dres moves on). */
 static void layer_backward_input(model_t *m, model_acts_t *a, int j, const layer_dout_t *o) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
@@ -529,9 +542,12 @@ static void layer_backward_input(model_t *m, model_acts_t *a, int j, const layer
     void *dres = m->scr.dres, *dxn = m->scr.dxn;
     a->layer = j;
 
-    /* MLP branch */
-    dev_copy(d, o->dy2, gathered(m, a, dres), (size_t)Rf * C * es);                              // (Rf, C)
-    op_matmul(d, 0, 1, Rf, F, C, 1.0f, o->dy2, C, W(m, u, m->lo.w2), C, t, 0.0f, m->scr.dg, F, t);   // dg = dy w2^T
+    /* MLP branch. dy, the gradient of the block's output, is overwritten
+     * below: a split backward keeps a copy for W, a fused one takes dw2 now. */
+    const void *dy = gathered(m, a, dres);                                                        // (Rf, C)
+    if (o->dy2) { dev_copy(d, o->dy2, dy, (size_t)Rf * C * es); dy = o->dy2; }
+    op_matmul(d, 0, 1, Rf, F, C, 1.0f, dy, C, W(m, u, m->lo.w2), C, t, 0.0f, m->scr.dg, F, t);       // dg = dy w2^T
+    if (!o->dy2) weight_grad_w2(m, a, j, dy);
     op_swiglu_backward(d, t, b->u1, b->u3, m->scr.dg, o->du1, o->du3, (size_t)Rf * F);
     op_matmul(d, 0, 1, Rf, C, F, 1.0f, o->du1, F, W(m, u, m->lo.w1), F, t, 0.0f, dxn, C, t);
     op_matmul(d, 0, 1, Rf, C, F, 1.0f, o->du3, F, W(m, u, m->lo.w3), F, t, 1.0f, dxn, C, t);
@@ -545,8 +561,10 @@ static void layer_backward_input(model_t *m, model_acts_t *a, int j, const layer
         att = m->scr.att;
         m->attn.forward(m->attn.ctx, m, a, b->q, b->k, b->v, att, m->scr.lse);
     }
-    dev_copy(d, o->dyo, gathered(m, a, dres), (size_t)Rf * C * es);
-    op_matmul(d, 0, 1, Rf, Hq, C, 1.0f, o->dyo, C, W(m, u, m->lo.wo), C, t, 0.0f, m->scr.datt, Hq, t);
+    dy = gathered(m, a, dres);                                                                    // of h
+    if (o->dyo) { dev_copy(d, o->dyo, dy, (size_t)Rf * C * es); dy = o->dyo; }
+    op_matmul(d, 0, 1, Rf, Hq, C, 1.0f, dy, C, W(m, u, m->lo.wo), C, t, 0.0f, m->scr.datt, Hq, t);
+    if (!o->dyo) weight_grad_wo(m, a, j, att, dy);
     dev_memset0(d, o->dq, (size_t)Rf * Hq * es);     /* the attention core accumulates */
     dev_memset0(d, o->dk, (size_t)Rf * Hkv * es);
     dev_memset0(d, o->dv, (size_t)Rf * Hkv * es);
@@ -571,12 +589,11 @@ static void layer_backward_weights(model_t *m, model_acts_t *a, int j, const lay
     const int u = a->first_unit + j;
     const int Rf = (int)a->rows_full, C = m->cfg.dim, F = m->F;
     const int Hq = m->H * m->hd, Hkv = m->KV * m->hd;
-    op_matmul(d, 1, 0, F, C, Rf, 1.0f, b->g, F, o->dy2, C, t, 1.0f, G(m, u, m->lo.w2), C, DT_F32);  // dw2 += g^T dy
+    if (o->dy2) weight_grad_w2(m, a, j, o->dy2);
     const void *xn = gathered(m, a, b->xn2);
     op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, o->du1, F, t, 1.0f, G(m, u, m->lo.w1), F, DT_F32);
     op_matmul(d, 1, 0, C, F, Rf, 1.0f, xn, C, o->du3, F, t, 1.0f, G(m, u, m->lo.w3), F, DT_F32);
-    const void *att = b->att ? b->att : m->scr.att;
-    op_matmul(d, 1, 0, Hq, C, Rf, 1.0f, att, Hq, o->dyo, C, t, 1.0f, G(m, u, m->lo.wo), C, DT_F32);
+    if (o->dyo) weight_grad_wo(m, a, j, b->att ? b->att : m->scr.att, o->dyo);
     xn = gathered(m, a, b->xn1);
     op_matmul(d, 1, 0, C, Hq, Rf, 1.0f, xn, C, o->dq, Hq, t, 1.0f, G(m, u, m->lo.wq), Hq, DT_F32);
     op_matmul(d, 1, 0, C, Hkv, Rf, 1.0f, xn, C, o->dk, Hkv, t, 1.0f, G(m, u, m->lo.wk), Hkv, DT_F32);
@@ -728,8 +745,7 @@ void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
     if (a->recompute_block) recomputed_backward(m, a, o);
     if (a->has_embedding) {
         unit_hooks(m, 0, PASS_BACKWARD, 0);
-        embedding_backward_input(m, a, o->dy2);
-        embedding_backward_weights(m, a, o->dy2);
+        embedding_backward_weights(m, a, gathered(m, a, m->scr.dres));   /* nothing to keep */
         unit_hooks(m, 0, PASS_BACKWARD, 1);
     }
 }

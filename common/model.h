@@ -317,7 +317,7 @@ struct model {
         float *lse;           /* its lse */
         float *lse_b;         /* (B, H, Tc) partial lse of the local attention */
         void *att_b;          /* (B, Tc, H*hd) partial output of the local attention */
-        layer_dout_t dout;    /* a fused backward's: du1, du3, dq, dk, dv above and two (Rf, C) */
+        layer_dout_t dout;    /* a fused backward's: du1, du3, dq, dk, dv above (dy2, dyo NULL) */
     } scr;
 };
 
