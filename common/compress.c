@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "ops.h"
 
 int compress_parse(const char *s, compress_spec_t *spec) {
     memset(spec, 0, sizeof *spec);
@@ -182,12 +183,26 @@ void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, 
 
 /* ---- the compressed all-reduce ----------------------------------------------------- */
 
+int compress_on_device(const compress_spec_t *spec) {
+    return spec->kind == COMPRESS_NONE || spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN;
+}
+
 void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
-                     int nt, int world) {
+                     int nt, const comm_t *cm) {
     memset(z, 0, sizeof *z);
     z->spec = *spec;
     z->ef = ef;
     z->n = n;
+    if (compress_on_device(spec)) {
+        z->dev = cm->dev;
+        if (spec->kind == COMPRESS_NONE) return;
+        size_t piece = compress_piece_bytes(spec, n, NULL, 0);
+        z->residual = dev_alloc(z->dev, sizeof(float) * n);
+        z->e = dev_alloc(z->dev, sizeof(float) * n);
+        z->piece = dev_alloc(z->dev, piece);
+        z->all = dev_alloc(z->dev, piece * (size_t)cm->size);
+        return;
+    }
     z->residual = xcalloc(n, sizeof(float));
     z->e = xcalloc(n, sizeof(float));
     if (spec->kind == COMPRESS_POWERSGD) {
@@ -214,18 +229,25 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             z->q[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
         }
-    } else if (spec->kind != COMPRESS_NONE) {
+    } else {   /* topk */
         size_t piece = compress_piece_bytes(spec, n, NULL, 0);
         z->piece = xmalloc(piece);
-        z->all = xmalloc(piece * (size_t)world);
+        z->all = xmalloc(piece * (size_t)cm->size);
     }
 }
 
 void compressor_free(compressor_t *z) {
-    free(z->residual);
-    free(z->e);
-    free(z->piece);
-    free(z->all);
+    if (z->dev) {
+        dev_free(z->dev, z->residual);
+        dev_free(z->dev, z->e);
+        dev_free(z->dev, z->piece);
+        dev_free(z->dev, z->all);
+    } else {
+        free(z->residual);
+        free(z->e);
+        free(z->piece);
+        free(z->all);
+    }
     free(z->t);
     free(z->p);
     free(z->q);
@@ -316,10 +338,32 @@ static void powersgd(compressor_t *z, comm_t *cm, float *x) {
     }
 }
 
+/* int8, sign on z->dev: the same steps as the host path below, as ops. */
+static void block_allreduce(compressor_t *z, comm_t *cm, float *x) {
+    const device_t *d = z->dev;
+    size_t n = z->n, piece = compress_piece_bytes(&z->spec, n, NULL, 0);
+    int sign = z->spec.kind == COMPRESS_SIGN;
+    if (z->ef) op_add(d, DT_F32, x, z->residual, z->e, n);
+    else dev_copy(d, z->e, x, sizeof(float) * n);
+    op_block_encode(d, sign, z->e, n, z->piece);
+    if (z->ef) {   /* r = e - D(C(e)) */
+        dev_copy(d, z->residual, z->e, sizeof(float) * n);
+        op_block_decode_add(d, sign, z->piece, n, -1.0f, z->residual);
+    }
+    comm_allgather(cm, z->piece, z->all, piece / 4, DT_F32);
+    dev_memset0(d, x, sizeof(float) * n);
+    for (int r = 0; r < cm->size; r++)   /* in rank order: the same sum on every rank */
+        op_block_decode_add(d, sign, (const uint8_t *)z->all + (size_t)r * piece, n, 1.0f, x);
+}
+
 void compress_allreduce(compressor_t *z, comm_t *cm, float *x) {
     size_t n = z->n;
     if (z->spec.kind == COMPRESS_NONE) {
         comm_allreduce(cm, x, x, n, DT_F32, RED_SUM);
+        return;
+    }
+    if (z->dev) {
+        block_allreduce(z, cm, x);
         return;
     }
     for (size_t i = 0; i < n; i++) z->e[i] = x[i] + (z->ef ? z->residual[i] : 0.0f);

@@ -36,8 +36,10 @@
  * D is the SUM's approximation, so a rank's residual is e - P Q^T / N (for
  * a vector, sent whole, e - sum / N: the residuals add up to zero).
  *
- * Everything here works on host memory (trainers on a GPU stage the
- * gradient through the host); sums are deterministic. */
+ * none, int8 and sign run on the communicator's device (the ops
+ * block_encode and block_decode_add, the same bits on a CPU and a GPU; any
+ * comm backend); top-k and PowerSGD work on host memory (trainers on a GPU
+ * stage the gradient through the host, over MPI). Sums are deterministic. */
 #ifndef COMPRESS_H
 #define COMPRESS_H
 
@@ -88,9 +90,14 @@ void compress_matrix(size_t n, size_t *m, size_t *c);
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out);
 void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc);
 
+/* 1 when spec's compressed all-reduce runs on the communicator's device:
+ * none, int8, sign. */
+int compress_on_device(const compress_spec_t *spec);
+
 typedef struct {
     compress_spec_t spec;
     int ef;               /* error feedback on */
+    const device_t *dev;  /* compress_on_device: the buffers' device (cm's); else NULL (host) */
     size_t n;
     float *residual;      /* (n) what compression has dropped so far (ef) */
     float *e;             /* (n) g + residual */
@@ -105,15 +112,16 @@ typedef struct {
 } compressor_t;
 
 /* t, nt: the tensors of x (their values must add up to n), or NULL, 0 for a
- * flat x. */
+ * flat x; cm: the communicator compress_allreduce will use. */
 void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
-                     int nt, int world);
+                     int nt, const comm_t *cm);
 void compressor_free(compressor_t *z);
 /* compress_sent_bytes for z's gradient and tensors. */
 double compressor_sent_bytes(const compressor_t *z, int N);
-/* x (host, z->n values) <- the sum over cm's ranks of the decompressed
+/* x (z->n values) <- the sum over cm's ranks of the decompressed
  * (x + residual); the residual is updated when ef is on. Identical on every
- * rank. cm must move host memory (the MPI backend). */
+ * rank. x on cm's device when compress_on_device, else on the host (and cm
+ * must move host memory: the MPI backend). */
 void compress_allreduce(compressor_t *z, comm_t *cm, float *x);
 
 #ifdef __cplusplus

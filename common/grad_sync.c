@@ -332,7 +332,8 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g) {
 /* ---- DDP with compressed gradients --------------------------------------------------- */
 void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const compress_spec_t *spec, int ef) {
     memset(c, 0, sizeof *c);
-    if (comm->backend != COMM_MPI) usage_error("--compress works on host memory: add --comm mpi");
+    if (!compress_on_device(spec) && comm->backend != COMM_MPI)
+        usage_error("--compress topk and powersgd work on host memory: add --comm mpi (int8 and sign run on the device)");
     c->comm = comm;
     c->model = m;
     int nt = model_tensors(&m->cfg, &m->shard, NULL, 0);   /* PowerSGD: one factorisation per weight matrix */
@@ -340,10 +341,10 @@ void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const comp
     compress_shape_t *shapes = xmalloc(sizeof *shapes * (size_t)nt);
     model_tensors(&m->cfg, &m->shard, ts, nt);
     for (int k = 0; k < nt; k++) shapes[k] = (compress_shape_t){ts[k].rows, ts[k].cols};
-    compressor_init(&c->z, spec, ef, m->size, shapes, nt, comm->size);
+    compressor_init(&c->z, spec, ef, m->size, shapes, nt, comm);
     free(shapes);
     free(ts);
-    if (comm->dev->kind != DEV_CPU) c->host = xmalloc(sizeof(float) * m->size);
+    if (comm->dev->kind != DEV_CPU && !compress_on_device(spec)) c->host = xmalloc(sizeof(float) * m->size);
 }
 
 void grad_compress_free(grad_compress_t *c) {

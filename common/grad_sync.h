@@ -169,14 +169,15 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g);
 
 /* DDP with compressed gradients (compress.h): backward only accumulates;
  * at the step's end the whole flat gradient is compressed (with error
- * feedback when ef; PowerSGD per weight matrix of the model's tensor list), all-reduced at once and written back (on a GPU through
- * host memory; the communicator must be MPI's). No buckets, no overlap: the
+ * feedback when ef; PowerSGD per weight matrix of the model's tensor list), all-reduced at once and written back (int8 and sign on
+ * the device; top-k and PowerSGD on a GPU through host memory, the
+ * communicator MPI's). No buckets, no overlap: the
  * whole synchronisation is exposed. */
 typedef struct {
     compressor_t z;
     comm_t *comm;
     model_t *model;
-    float *host;            /* (model->size) the gradient on the host (GPU runs) */
+    float *host;            /* (model->size) the gradient on the host (GPU runs of top-k, PowerSGD) */
     double exposed_total;   /* seconds since init */
 } grad_compress_t;
 

@@ -226,6 +226,14 @@ typedef struct {
     void (*adamw)(const device_t *d, float *master, float *m, float *v, const float *grad,
                   void *working, dtype_t working_t, size_t n, float lr, float beta1, float beta2,
                   float eps, float wd, float grad_scale, int step);
+
+    /* ---- gradient compression (compress.h) ------------------------------------
+     * block_encode: the int8 (sign = 0) or sign (sign = 1) piece of x's n fp32
+     * values, compress_encode's layout, arithmetic and bytes (padding zero).
+     * block_decode_add: acc += alpha * D(in), the product rounded before the
+     * add. Both backends give the same bits. */
+    void (*block_encode)(const device_t *d, int sign, const float *x, size_t n, void *out);
+    void (*block_decode_add)(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc);
 } ops_t;
 
 extern const ops_t ops_cpu;
@@ -262,6 +270,8 @@ static inline const ops_t *ops_of(const device_t *d) {
 #define op_scale(d, ...) (ops_of(d)->scale((d), __VA_ARGS__))
 #define op_sumsq(d, ...) (ops_of(d)->sumsq((d), __VA_ARGS__))
 #define op_adamw(d, ...) (ops_of(d)->adamw((d), __VA_ARGS__))
+#define op_block_encode(d, ...) (ops_of(d)->block_encode((d), __VA_ARGS__))
+#define op_block_decode_add(d, ...) (ops_of(d)->block_decode_add((d), __VA_ARGS__))
 
 #ifdef __cplusplus
 }

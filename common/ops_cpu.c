@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "compress.h"
 #include "ops.h"
 
 /* ---- scratch --------------------------------------------------------------- */
@@ -664,6 +665,15 @@ static void cpu_adamw(const device_t *d, float *master, float *m, float *v, cons
     }
 }
 
+static void cpu_block_encode(const device_t *d, int sign, const float *x, size_t n, void *out) {
+    (void)d;
+    compress_encode(&(compress_spec_t){sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0}, x, n, out);
+}
+static void cpu_block_decode_add(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc) {
+    (void)d;
+    compress_decode_add(&(compress_spec_t){sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0}, in, n, alpha, acc);
+}
+
 const ops_t ops_cpu = {
     .matmul = cpu_matmul,
     .embedding_forward = cpu_embedding_forward,
@@ -683,5 +693,7 @@ const ops_t ops_cpu = {
     .cast = cpu_cast,
     .scale = cpu_scale,
     .sumsq = cpu_sumsq,
+    .block_encode = cpu_block_encode,
+    .block_decode_add = cpu_block_decode_add,
     .adamw = cpu_adamw,
 };

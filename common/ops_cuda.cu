@@ -13,6 +13,7 @@
  *   ops_cuda_rope.cu         rotary position embedding
  *   ops_cuda_attention.cu    causal attention: flash kernels, the cuBLAS path, merge
  *   ops_cuda_elementwise.cu  SwiGLU, add, cast, scale, sumsq
+ *   ops_cuda_compress.cu     int8 and sign codes of a gradient
  *   ops_cuda_xent.cu         softmax cross-entropy and the lse of vocabulary shards
  *   ops_cuda_adamw.cu        AdamW
  *
@@ -74,6 +75,8 @@ template <int FAST> static constexpr ops_t table = {
     .scale = cuda_scale<FAST>,
     .sumsq = cuda_sumsq,
     .adamw = cuda_adamw<FAST>,
+    .block_encode = cuda_block_encode,
+    .block_decode_add = cuda_block_decode_add,
 };
 
 extern "C" const ops_t ops_cuda = table<1>;

@@ -203,6 +203,8 @@ void cuda_cast(const device_t *d, const void *src, dtype_t src_t, void *dst, dty
 template <int FAST>
 void cuda_scale(const device_t *d, dtype_t t, void *x, float s, size_t n);
 double cuda_sumsq(const device_t *d, dtype_t t, const void *x, size_t n);
+void cuda_block_encode(const device_t *d, int sign, const float *x, size_t n, void *out);
+void cuda_block_decode_add(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc);
 
 /* ops_cuda_xent.cu */
 template <int FAST>

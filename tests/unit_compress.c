@@ -154,7 +154,7 @@ TEST(error_feedback_delivered_plus_residuals_equals_every_gradient) {
     for (int t = 0; t < ARRAY_LEN(specs); t++) {
         compress_spec_t s = spec_of(specs[t]);
         compressor_t z;
-        compressor_init(&z, &s, 1, n, NULL, 0, cm.size);
+        compressor_init(&z, &s, 1, n, NULL, 0, &cm);
         memset(want, 0, sizeof(double) * n);
         memset(got, 0, sizeof(double) * n);
         for (int step = 0; step < 4; step++) {
@@ -203,7 +203,7 @@ TEST(compressed_allreduce_is_the_rank_order_sum_of_decoded_pieces) {
             compress_decode_add(&s, piece, n, 1.0f, want);
         }
         compressor_t z;
-        compressor_init(&z, &s, 0, n, NULL, 0, cm.size);
+        compressor_init(&z, &s, 0, n, NULL, 0, &cm);
         double before = comm_sent_bytes(&cm);
         fill(x, n, (unsigned)cm.rank + 7);
         compress_allreduce(&z, &cm, x);
@@ -235,7 +235,7 @@ TEST(powersgd_rank_1_recovers_a_rank_1_sum) {
         }
     compress_spec_t s = spec_of("powersgd:1");
     compressor_t z;
-    compressor_init(&z, &s, 0, n, NULL, 0, cm.size);
+    compressor_init(&z, &s, 0, n, NULL, 0, &cm);
     EXPECT_EQ_INT(z.t[0].rows, m);
     EXPECT_EQ_INT(z.t[0].cols, c);
     double before = comm_sent_bytes(&cm);
@@ -278,7 +278,7 @@ TEST(powersgd_factors_each_matrix_and_sends_vectors_whole) {
     }
     compress_spec_t s = spec_of("powersgd:1");
     compressor_t z;
-    compressor_init(&z, &s, 0, n, t, ARRAY_LEN(t), cm.size);
+    compressor_init(&z, &s, 0, n, t, ARRAY_LEN(t), &cm);
     double before = comm_sent_bytes(&cm), formula = 2.0 * (cm.size - 1) / cm.size * 4 * (double)words;
     EXPECT_NEAR(compress_sent_bytes(&s, n, t, ARRAY_LEN(t), cm.size), formula, 1e-9);
     compress_allreduce(&z, &cm, x);

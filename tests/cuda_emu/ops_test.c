@@ -21,6 +21,7 @@
 
 #include "device.h"
 #include "dtype.h"
+#include "compress.h"
 #include "ops.h"
 
 static device_t cpu, gpu;
@@ -488,6 +489,38 @@ TEST(cuda_emu_op_add_cast_scale_sumsq_match_cpu) {
             EXPECT_NEAR(sg, sc, 1e-5);
             printf("%-34s %-4s %8zu elements, gpu %.9g cpu %.9g\n", "sumsq", dtype_name(t), n, sg, sc);
             pair_free(&a); pair_free(&b); pair_free(&out); pair_free(&c); pair_free(&same);
+        }
+}
+
+/* ---- gradient compression --------------------------------------------------------------------- */
+TEST(cuda_emu_op_int8_and_sign_codes_match_cpu_bit_for_bit) {
+    setup();
+    const size_t sizes[] = {1, 7, 256, 257, 5000, 70001};
+    for (int sign = 0; sign < 2; sign++)
+        for (int s = 0; s < 6; s++) {
+            size_t n = sizes[s];
+            compress_spec_t spec = {sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0};
+            size_t bytes = compress_piece_bytes(&spec, n, NULL, 0);
+            float *h = xmalloc(sizeof(float) * n);
+            for (size_t i = 0; i < n; i++)   /* one block of zeros (scale 0), the rest wide-ranged */
+                h[i] = i >= COMPRESS_BLOCK && i < 2 * COMPRESS_BLOCK ? 0.0f : frand() * (float)(1 + i % 37);
+            pair_t x = pair_from(h, n, DT_F32), acc = pair_rand(n, DT_F32, 2);
+            uint8_t *pc = dev_alloc(&cpu, bytes), *pg = dev_alloc(&gpu, bytes), *hg = xmalloc(bytes);
+            op_block_encode(&cpu, sign, x.c, n, pc);
+            G->block_encode(&gpu, sign, x.g, n, pg);
+            dev_to_host(&gpu, hg, pg, bytes);
+            size_t i = 0;
+            while (i < bytes && hg[i] == pc[i]) i++;
+            if (i < bytes) UNIT_FAIL("%s encode, %zu values: byte %zu of %zu differs (gpu %u, cpu %u)",
+                                     sign ? "sign" : "int8", n, i, bytes, hg[i], pc[i]);
+            op_block_decode_add(&cpu, sign, pc, n, -0.75f, acc.c);
+            G->block_decode_add(&gpu, sign, pg, n, -0.75f, acc.g);
+            compare(sign ? "sign decode_add" : "int8 decode_add", acc, 0);
+            printf("%-34s %8zu values, %zu bytes, identical to the cpu's\n", sign ? "sign encode" : "int8 encode",
+                   n, bytes);
+            free(h); free(hg);
+            dev_free(&cpu, pc); dev_free(&gpu, pg);
+            pair_free(&x); pair_free(&acc);
         }
 }
 
