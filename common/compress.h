@@ -36,10 +36,11 @@
  * D is the SUM's approximation, so a rank's residual is e - P Q^T / N (for
  * a vector, sent whole, e - sum / N: the residuals add up to zero).
  *
- * none, int8 and sign run on the communicator's device (the ops
- * block_encode and block_decode_add, the same bits on a CPU and a GPU; any
- * comm backend); top-k and PowerSGD work on host memory (trainers on a GPU
- * stage the gradient through the host, over MPI). Sums are deterministic. */
+ * none, int8, sign and top-k run on the communicator's device (the ops
+ * block_encode, block_decode_add, topk_encode and topk_decode_add, the same
+ * bits on a CPU and a GPU; any comm backend); PowerSGD works on host memory
+ * (trainers on a GPU stage the gradient through the host, over MPI). Sums
+ * are deterministic. */
 #ifndef COMPRESS_H
 #define COMPRESS_H
 
@@ -90,8 +91,13 @@ void compress_matrix(size_t n, size_t *m, size_t *c);
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out);
 void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc);
 
+/* top-k of k values (compress_topk_k) from x's n: the piece's layout above. */
+size_t compress_topk_k(const compress_spec_t *spec, size_t n);
+void compress_topk_encode(const float *x, size_t n, size_t k, void *out);
+void compress_topk_decode_add(const void *in, size_t k, float alpha, float *acc);
+
 /* 1 when spec's compressed all-reduce runs on the communicator's device:
- * none, int8, sign. */
+ * all but PowerSGD. */
 int compress_on_device(const compress_spec_t *spec);
 
 typedef struct {

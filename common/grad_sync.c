@@ -333,7 +333,7 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g) {
 void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const compress_spec_t *spec, int ef) {
     memset(c, 0, sizeof *c);
     if (!compress_on_device(spec) && comm->backend != COMM_MPI)
-        usage_error("--compress topk and powersgd work on host memory: add --comm mpi (int8 and sign run on the device)");
+        usage_error("--compress powersgd works on host memory: add --comm mpi (int8, sign and topk run on the device)");
     c->comm = comm;
     c->model = m;
     int nt = model_tensors(&m->cfg, &m->shard, NULL, 0);   /* PowerSGD: one factorisation per weight matrix */

@@ -524,6 +524,45 @@ TEST(cuda_emu_op_int8_and_sign_codes_match_cpu_bit_for_bit) {
         }
 }
 
+/* Top-k on both backends: the same threshold, the same ties kept (the lower
+ * indices), the same bytes. Values either repeat (few distinct magnitudes,
+ * signs mixed: the k-th largest is tied) or are all distinct; one block is
+ * all zeros; F from a single value to all of them. */
+TEST(cuda_emu_op_topk_codes_match_cpu_bit_for_bit) {
+    setup();
+    const size_t sizes[] = {1, 7, 256, 257, 5000, 70001};
+    const double fracs[] = {1e-6, 0.01, 0.3, 0.999, 1.0};
+    for (int tied = 0; tied < 2; tied++)
+    for (int s = 0; s < 6; s++)
+        for (int f = 0; f < 5; f++) {
+            size_t n = sizes[s];
+            compress_spec_t spec = {COMPRESS_TOPK, fracs[f], 0};
+            size_t k = compress_topk_k(&spec, n), bytes = compress_piece_bytes(&spec, n, NULL, 0);
+            float *h = xmalloc(sizeof(float) * n);
+            for (size_t i = 0; i < n; i++)   /* tied: magnitudes 0..4 in steps of 0.5; zeros in block 1 */
+                h[i] = i >= COMPRESS_BLOCK && i < 2 * COMPRESS_BLOCK ? 0.0f
+                       : tied ? (float)((i * 7919) % 9) * 0.5f * (i % 3 ? 1 : -1)
+                              : frand() * (float)(1 + i % 37);
+            pair_t x = pair_from(h, n, DT_F32), acc = pair_rand(n, DT_F32, 3);
+            uint8_t *pc = dev_alloc(&cpu, bytes), *pg = dev_alloc(&gpu, bytes), *hg = xmalloc(bytes);
+            op_topk_encode(&cpu, x.c, n, k, pc);
+            G->topk_encode(&gpu, x.g, n, k, pg);
+            dev_to_host(&gpu, hg, pg, bytes);
+            size_t i = 0;
+            while (i < bytes && hg[i] == pc[i]) i++;
+            if (i < bytes) UNIT_FAIL("topk:%g encode, %zu values (k %zu): byte %zu of %zu differs (gpu %u, cpu %u)",
+                                     fracs[f], n, k, i, bytes, hg[i], pc[i]);
+            op_topk_decode_add(&cpu, pc, k, -0.75f, acc.c);
+            G->topk_decode_add(&gpu, pg, k, -0.75f, acc.g);
+            compare("topk decode_add", acc, 0);
+            printf("topk:%-8g encode %8zu %s values, k %6zu, identical to the cpu's\n", fracs[f], n,
+                   tied ? "tied" : "distinct", k);
+            free(h); free(hg);
+            dev_free(&cpu, pc); dev_free(&gpu, pg);
+            pair_free(&x); pair_free(&acc);
+        }
+}
+
 /* ---- AdamW ------------------------------------------------------------------------------------- */
 TEST(cuda_emu_op_adamw_matches_cpu_over_steps_with_and_without_working_copy) {
     setup();
