@@ -189,19 +189,15 @@ void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, 
 
 /* ---- the compressed all-reduce ----------------------------------------------------- */
 
-int compress_on_device(const compress_spec_t *spec) {
-    return spec->kind != COMPRESS_POWERSGD;
-}
-
 void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
                      int nt, const comm_t *cm) {
     memset(z, 0, sizeof *z);
     z->spec = *spec;
     z->ef = ef;
     z->n = n;
-    if (compress_on_device(spec)) {
-        z->dev = cm->dev;
-        if (spec->kind == COMPRESS_NONE) return;
+    z->dev = cm->dev;
+    if (spec->kind == COMPRESS_NONE) return;
+    if (spec->kind != COMPRESS_POWERSGD) {
         size_t piece = compress_piece_bytes(spec, n, NULL, 0);
         z->residual = dev_alloc(z->dev, sizeof(float) * n);
         z->e = dev_alloc(z->dev, sizeof(float) * n);
@@ -209,8 +205,6 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
         z->all = dev_alloc(z->dev, piece * (size_t)cm->size);
         return;
     }
-    z->residual = xcalloc(n, sizeof(float));   /* PowerSGD */
-    z->e = xcalloc(n, sizeof(float));
     size_t R = (size_t)spec->rank, total = 0;
     z->flat = !t;
     z->nt = t ? nt : 1;
@@ -227,13 +221,20 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
         total += z->t[k].rows * z->t[k].cols;
     }
     if (t && total != n) die("compressor_init: the tensors hold %zu values, the gradient %zu", total, n);
-    z->p = xcalloc(z->np, sizeof(float));
-    z->q = xcalloc(z->nq, sizeof(float));
+    size_t padded = z->flat ? total : n;   /* the flat view's m x c, zero beyond n */
+    z->residual = dev_alloc(z->dev, sizeof(float) * n);
+    z->e = dev_alloc(z->dev, sizeof(float) * padded);
+    if (z->flat) z->all = dev_alloc(z->dev, sizeof(float) * padded);
+    z->p = dev_alloc(z->dev, sizeof(float) * z->np);
+    z->q = dev_alloc(z->dev, sizeof(float) * z->nq);
+    float *q0 = xmalloc(sizeof(float) * z->nq);
     uint64_t s = 0x9e3779b97f4a7c15ull;   /* the same start on every rank */
     for (size_t i = 0; i < z->nq; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
-        z->q[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        q0[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
     }
+    dev_from_host(z->dev, z->q, q0, sizeof(float) * z->nq);
+    free(q0);
 }
 
 void compressor_free(compressor_t *z) {
@@ -242,15 +243,10 @@ void compressor_free(compressor_t *z) {
         dev_free(z->dev, z->e);
         dev_free(z->dev, z->piece);
         dev_free(z->dev, z->all);
-    } else {
-        free(z->residual);
-        free(z->e);
-        free(z->piece);
-        free(z->all);
+        dev_free(z->dev, z->p);
+        dev_free(z->dev, z->q);
     }
     free(z->t);
-    free(z->p);
-    free(z->q);
     memset(z, 0, sizeof *z);
 }
 
@@ -258,9 +254,7 @@ double compressor_sent_bytes(const compressor_t *z, int N) {
     return compress_sent_bytes(&z->spec, z->n, z->flat ? NULL : z->t, z->nt, N);
 }
 
-/* Columns of a (rows, R) row-major matrix made orthonormal (Gram-Schmidt);
- * a column that vanishes stays zero. */
-static void orthonormalise(float *a, size_t rows, int R) {
+void compress_orthonormalise(float *a, size_t rows, int R) {
     for (int j = 0; j < R; j++) {
         for (int i = 0; i < j; i++) {
             double d = 0;
@@ -275,66 +269,57 @@ static void orthonormalise(float *a, size_t rows, int R) {
 }
 
 /* x <- the sum over ranks of e, each matrix as P Q^T (one warm-started
- * power iteration), each vector exact. A matrix m x c holds len values of e
- * from off (len < m c only in the flat view: the padding is zero). */
+ * power iteration), each vector exact, all on z->dev. A matrix m x c holds
+ * len values of e from off (len < m c only in the flat view, whose m x c
+ * buffers are zero beyond n: e, and z->all for the product). */
 static void powersgd(compressor_t *z, comm_t *cm, float *x) {
+    const device_t *d = z->dev;
     int R = z->spec.rank;
     size_t off = 0, po = 0, qo = 0;
-    memset(z->p, 0, sizeof(float) * z->np);
     for (int k = 0; k < z->nt; k++) {   /* P = M Q */
-        size_t c = z->t[k].cols, len = z->t[k].rows * c;
-        if (len > z->n - off) len = z->n - off;
+        size_t m = z->t[k].rows, c = z->t[k].cols;
         if (z->flat || is_matrix(&z->t[k])) {
-            float *p = z->p + po, *q = z->q + qo;
-            for (size_t i = 0; i < len; i++)
-                for (int j = 0; j < R; j++) p[(i / c) * R + j] += z->e[off + i] * q[(i % c) * R + j];
-            po += z->t[k].rows * (size_t)R;
+            op_matmul(d, 0, 0, (int)m, R, (int)c, 1.0f, z->e + off, (int)c, z->q + qo, R, DT_F32, 0.0f, z->p + po,
+                      R, DT_F32);
+            po += m * (size_t)R;
             qo += c * (size_t)R;
         } else {
-            qo += len;
+            qo += m * c;
         }
-        off += len;
+        off += m * c;
     }
     comm_allreduce(cm, z->p, z->p, z->np, DT_F32, RED_SUM);   /* linear: sum of M_r Q */
     off = po = qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* Q = M^T P; a vector's values as they are */
-        size_t c = z->t[k].cols, len = z->t[k].rows * c;
-        if (len > z->n - off) len = z->n - off;
-        float *q = z->q + qo;
+        size_t m = z->t[k].rows, c = z->t[k].cols;
         if (z->flat || is_matrix(&z->t[k])) {
-            float *p = z->p + po;
-            orthonormalise(p, z->t[k].rows, R);
-            memset(q, 0, sizeof(float) * c * (size_t)R);
-            for (size_t i = 0; i < len; i++)
-                for (int j = 0; j < R; j++) q[(i % c) * R + j] += z->e[off + i] * p[(i / c) * R + j];
-            po += z->t[k].rows * (size_t)R;
+            op_orthonormalise(d, z->p + po, m, R);
+            op_matmul(d, 1, 0, (int)c, R, (int)m, 1.0f, z->e + off, (int)c, z->p + po, R, DT_F32, 0.0f, z->q + qo,
+                      R, DT_F32);
+            po += m * (size_t)R;
             qo += c * (size_t)R;
         } else {
-            memcpy(q, z->e + off, sizeof(float) * len);
-            qo += len;
+            dev_copy(d, z->q + qo, z->e + off, sizeof(float) * m * c);
+            qo += m * c;
         }
-        off += len;
+        off += m * c;
     }
     comm_allreduce(cm, z->q, z->q, z->nq, DT_F32, RED_SUM);
     off = po = qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* x = P Q^T; a vector's sum */
-        size_t c = z->t[k].cols, len = z->t[k].rows * c;
-        if (len > z->n - off) len = z->n - off;
-        const float *q = z->q + qo;
+        size_t m = z->t[k].rows, c = z->t[k].cols;
         if (z->flat || is_matrix(&z->t[k])) {
-            const float *p = z->p + po;
-            for (size_t i = 0; i < len; i++) {
-                float s = 0;
-                for (int j = 0; j < R; j++) s += p[(i / c) * R + j] * q[(i % c) * R + j];
-                x[off + i] = s;
-            }
-            po += z->t[k].rows * (size_t)R;
+            float *out = z->flat ? z->all : x + off;
+            op_matmul(d, 0, 1, (int)m, (int)c, R, 1.0f, z->p + po, R, z->q + qo, R, DT_F32, 0.0f, out, (int)c,
+                      DT_F32);
+            if (z->flat) dev_copy(d, x, out, sizeof(float) * z->n);
+            po += m * (size_t)R;
             qo += c * (size_t)R;
         } else {
-            memcpy(x + off, q, sizeof(float) * len);
-            qo += len;
+            dev_copy(d, x + off, z->q + qo, sizeof(float) * m * c);
+            qo += m * c;
         }
-        off += len;
+        off += m * c;
     }
 }
 
@@ -348,7 +333,7 @@ static void decode_add_on_device(const compressor_t *z, const void *in, float al
     else op_block_decode_add(z->dev, z->spec.kind == COMPRESS_SIGN, in, z->n, alpha, acc);
 }
 
-/* int8, sign, top-k on z->dev: the same steps as the host path below, as ops. */
+/* int8, sign, top-k on z->dev: encode, all-gather, decode in rank order. */
 static void device_allreduce(compressor_t *z, comm_t *cm, float *x) {
     const device_t *d = z->dev;
     size_t n = z->n, piece = compress_piece_bytes(&z->spec, n, NULL, 0);
@@ -371,14 +356,17 @@ void compress_allreduce(compressor_t *z, comm_t *cm, float *x) {
         comm_allreduce(cm, x, x, n, DT_F32, RED_SUM);
         return;
     }
-    if (z->dev) {
+    if (z->spec.kind != COMPRESS_POWERSGD) {
         device_allreduce(z, cm, x);
         return;
     }
-    for (size_t i = 0; i < n; i++) z->e[i] = x[i] + (z->ef ? z->residual[i] : 0.0f);
+    const device_t *d = z->dev;
+    if (z->ef) op_add(d, DT_F32, x, z->residual, z->e, n);
+    else dev_copy(d, z->e, x, sizeof(float) * n);
     powersgd(z, cm, x);
-    if (z->ef) {   /* this rank's share of what the sum's approximation dropped */
-        float inv = 1.0f / (float)cm->size;
-        for (size_t i = 0; i < n; i++) z->residual[i] = z->e[i] - x[i] * inv;
+    if (z->ef) {   /* r = e - x / N: this rank's share of what the sum's approximation dropped */
+        dev_copy(d, z->residual, x, sizeof(float) * n);
+        op_scale(d, DT_F32, z->residual, -1.0f / (float)cm->size, n);
+        op_add(d, DT_F32, z->residual, z->e, z->residual, n);
     }
 }

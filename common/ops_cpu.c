@@ -681,6 +681,10 @@ static void cpu_topk_decode_add(const device_t *d, const void *in, size_t k, flo
     (void)d;
     compress_topk_decode_add(in, k, alpha, acc);
 }
+static void cpu_orthonormalise(const device_t *d, float *a, size_t rows, int R) {
+    (void)d;
+    compress_orthonormalise(a, rows, R);
+}
 
 const ops_t ops_cpu = {
     .matmul = cpu_matmul,
@@ -705,5 +709,6 @@ const ops_t ops_cpu = {
     .block_decode_add = cpu_block_decode_add,
     .topk_encode = cpu_topk_encode,
     .topk_decode_add = cpu_topk_decode_add,
+    .orthonormalise = cpu_orthonormalise,
     .adamw = cpu_adamw,
 };

@@ -207,6 +207,7 @@ void cuda_block_encode(const device_t *d, int sign, const float *x, size_t n, vo
 void cuda_block_decode_add(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc);
 void cuda_topk_encode(const device_t *d, const float *x, size_t n, size_t k, void *out);
 void cuda_topk_decode_add(const device_t *d, const void *in, size_t k, float alpha, float *acc);
+void cuda_orthonormalise(const device_t *d, float *a, size_t rows, int R);
 
 /* ops_cuda_xent.cu */
 template <int FAST>

@@ -1,6 +1,6 @@
 /* ops_cuda_compress.cu: int8, sign and top-k codes of a gradient
  * (compress.h) on the device, the same bytes as compress_encode and the
- * same sums as compress_decode_add.
+ * same sums as compress_decode_add, and PowerSGD's orthonormalisation.
  *
  * Encode: one thread per block of COMPRESS_BLOCK values, which walks its
  * block in order exactly as the CPU loop does (max |x| and sum |x| in
@@ -16,7 +16,11 @@
  * kept, and of those equal to t the first k - (count above t) in index
  * order, as the CPU keeps them: per chunk the counts above and equal, a
  * one-thread prefix sum over the chunks gives each chunk its first output
- * slot and its share of the ties, and each chunk writes its values in order. */
+ * slot and its share of the ties, and each chunk writes its values in order.
+ *
+ * Orthonormalisation (PowerSGD's P, R columns): one thread walks the matrix
+ * exactly as compress_orthonormalise does, in double; P is small (rows x R,
+ * R a few), and the order of its sums is then the CPU's. */
 #include "compress.h"
 #include "ops_cuda.cuh"
 
@@ -176,4 +180,23 @@ void cuda_topk_decode_add(const device_t *d, const void *in, size_t k, float alp
     const float *val = (const float *)in;
     LAUNCH(topk_decode_add_kernel, stride_grid(k), THREADS, 0, stream_of(d), val, (const uint32_t *)(val + k), k,
            alpha, acc);
+}
+
+__global__ void orthonormalise_kernel(float *a, size_t rows, int R) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    for (int j = 0; j < R; j++) {
+        for (int i = 0; i < j; i++) {
+            double d = 0;
+            for (size_t r = 0; r < rows; r++) d += (double)a[r * R + i] * a[r * R + j];
+            for (size_t r = 0; r < rows; r++) a[r * R + j] = a[r * R + j] - __fmul_rn((float)d, a[r * R + i]);
+        }
+        double norm = 0;
+        for (size_t r = 0; r < rows; r++) norm += (double)a[r * R + j] * a[r * R + j];
+        norm = sqrt(norm);
+        for (size_t r = 0; r < rows; r++) a[r * R + j] = norm > 1e-30 ? (float)(a[r * R + j] / norm) : 0.0f;
+    }
+}
+
+void cuda_orthonormalise(const device_t *d, float *a, size_t rows, int R) {
+    LAUNCH(orthonormalise_kernel, 1, 1, 0, stream_of(d), a, rows, R);
 }
