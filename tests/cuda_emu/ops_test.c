@@ -563,6 +563,31 @@ TEST(cuda_emu_op_topk_codes_match_cpu_bit_for_bit) {
         }
 }
 
+/* PowerSGD's Gram-Schmidt: the same walk in double on both backends (here
+ * the same bits; a CPU build that contracts a multiply-add may differ in
+ * the last place: within 1e-6). A zero column stays zero on both. */
+TEST(cuda_emu_op_orthonormalise_matches_cpu) {
+    setup();
+    const size_t rows[] = {1, 5, 300};
+    const int ranks[] = {1, 2, 4};
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) {
+            size_t m = rows[r];
+            int R = ranks[k];
+            float *h = xmalloc(sizeof(float) * m * (size_t)R);
+            for (size_t i = 0; i < m * (size_t)R; i++)   /* column 1 zero when R > 2 */
+                h[i] = R > 2 && i % (size_t)R == 1 ? 0.0f : frand();
+            pair_t a = pair_from(h, m * (size_t)R, DT_F32);
+            op_orthonormalise(&cpu, a.c, m, R);
+            G->orthonormalise(&gpu, a.g, m, R);
+            char what[48];
+            snprintf(what, sizeof what, "orthonormalise %zu x %d", m, R);
+            compare(what, a, 1e-6);
+            free(h);
+            pair_free(&a);
+        }
+}
+
 /* ---- AdamW ------------------------------------------------------------------------------------- */
 TEST(cuda_emu_op_adamw_matches_cpu_over_steps_with_and_without_working_copy) {
     setup();
