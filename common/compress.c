@@ -238,14 +238,12 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
 }
 
 void compressor_free(compressor_t *z) {
-    if (z->dev) {
-        dev_free(z->dev, z->residual);
-        dev_free(z->dev, z->e);
-        dev_free(z->dev, z->piece);
-        dev_free(z->dev, z->all);
-        dev_free(z->dev, z->p);
-        dev_free(z->dev, z->q);
-    }
+    dev_free(z->dev, z->residual);
+    dev_free(z->dev, z->e);
+    dev_free(z->dev, z->piece);
+    dev_free(z->dev, z->all);
+    dev_free(z->dev, z->p);
+    dev_free(z->dev, z->q);
     free(z->t);
     memset(z, 0, sizeof *z);
 }
