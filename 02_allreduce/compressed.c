@@ -50,18 +50,17 @@ static double run(comm_t *cm, const compress_spec_t *spec, int ef, const float *
     compressor_t z;
     compressor_init(&z, spec, ef, n, NULL, 0, cm);
     memset(mean, 0, sizeof(double) * n);
-    float *xd = z.dev ? dev_alloc(z.dev, sizeof(float) * n) : x;   /* where the compressor works */
+    float *xd = dev_alloc(z.dev, sizeof(float) * n);   /* where the compressor works */
     double t = 0, s0 = comm_sent_bytes(cm);
     for (int it = 0; it < iters; it++) {
-        if (z.dev) dev_from_host(z.dev, xd, in, sizeof(float) * n);
-        else memcpy(x, in, sizeof(float) * n);
+        dev_from_host(z.dev, xd, in, sizeof(float) * n);
         MPI_CHECK(MPI_Barrier(cm->mpi));
         double t0 = now_s();
         compress_allreduce(&z, cm, xd);
-        if (z.dev) dev_sync(z.dev);
+        dev_sync(z.dev);
         t += now_s() - t0;
         watch_tick();
-        if (z.dev) dev_to_host(z.dev, x, xd, sizeof(float) * n);
+        dev_to_host(z.dev, x, xd, sizeof(float) * n);
         if (it == 0 && err_one) *err_one = rel_err(x, exact, n);
         for (size_t i = 0; i < n; i++) mean[i] += x[i] / iters;
     }
@@ -70,7 +69,7 @@ static double run(comm_t *cm, const compress_spec_t *spec, int ef, const float *
     for (size_t i = 0; i < n; i++) m[i] = (float)mean[i];
     *err_mean = rel_err(m, exact, n);
     free(m);
-    if (z.dev) dev_free(z.dev, xd);
+    dev_free(z.dev, xd);
     compressor_free(&z);
     double mine = t / iters * 1e6, slowest;
     MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, cm->mpi));

@@ -37,7 +37,7 @@ const char *compress_name(const compress_spec_t *spec, char *buf) {
 }
 
 static size_t blocks(size_t n) { return (n + COMPRESS_BLOCK - 1) / COMPRESS_BLOCK; }
-static size_t topk_k(const compress_spec_t *spec, size_t n) {
+size_t compress_topk_k(const compress_spec_t *spec, size_t n) {
     size_t k = (size_t)ceil(spec->frac * (double)n - 1e-9);
     return k < 1 ? 1 : k > n ? n : k;
 }
@@ -67,7 +67,7 @@ size_t compress_piece_bytes(const compress_spec_t *spec, size_t n, const compres
     case COMPRESS_NONE: b = 4 * n; break;
     case COMPRESS_INT8: b = n + 4 * blocks(n); break;
     case COMPRESS_SIGN: b = (n + 7) / 8 + 4 * blocks(n); break;
-    case COMPRESS_TOPK: b = 8 * topk_k(spec, n); break;
+    case COMPRESS_TOPK: b = 8 * compress_topk_k(spec, n); break;
     case COMPRESS_POWERSGD: b = 4 * powersgd_words(spec->rank, n, t, nt); break;
     }
     return (b + 3) / 4 * 4;
@@ -109,6 +109,32 @@ static float kth_largest(float *v, size_t n, size_t k) {
     return v[lo];
 }
 
+void compress_topk_encode(const float *x, size_t n, size_t k, void *out) {
+    float *val = out;
+    uint32_t *idx = (uint32_t *)(val + k);
+    float *mag = xmalloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) mag[i] = fabsf(x[i]);
+    float thr = kth_largest(mag, n, k);
+    free(mag);
+    size_t above = 0, j = 0;
+    for (size_t i = 0; i < n; i++) above += fabsf(x[i]) > thr;
+    size_t ties = k - above;   /* values equal to the threshold: the first ones */
+    for (size_t i = 0; i < n && j < k; i++) {
+        float a = fabsf(x[i]);
+        if (a > thr || (a == thr && ties > 0)) {
+            if (a == thr) ties--;
+            val[j] = x[i];
+            idx[j++] = (uint32_t)i;
+        }
+    }
+}
+
+void compress_topk_decode_add(const void *in, size_t k, float alpha, float *acc) {
+    const float *val = in;
+    const uint32_t *idx = (const uint32_t *)(val + k);
+    for (size_t j = 0; j < k; j++) acc[idx[j]] += alpha * val[j];
+}
+
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out) {
     size_t nb = blocks(n);
     memset(out, 0, compress_piece_bytes(spec, n, NULL, 0));
@@ -137,24 +163,7 @@ void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void
             }
         }
     } else if (spec->kind == COMPRESS_TOPK) {
-        size_t k = topk_k(spec, n);
-        float *val = out;
-        uint32_t *idx = (uint32_t *)(val + k);
-        float *mag = xmalloc(sizeof(float) * n);
-        for (size_t i = 0; i < n; i++) mag[i] = fabsf(x[i]);
-        float thr = kth_largest(mag, n, k);
-        free(mag);
-        size_t above = 0, j = 0;
-        for (size_t i = 0; i < n; i++) above += fabsf(x[i]) > thr;
-        size_t ties = k - above;   /* values equal to the threshold: the first ones */
-        for (size_t i = 0; i < n && j < k; i++) {
-            float a = fabsf(x[i]);
-            if (a > thr || (a == thr && ties > 0)) {
-                if (a == thr) ties--;
-                val[j] = x[i];
-                idx[j++] = (uint32_t)i;
-            }
-        }
+        compress_topk_encode(x, n, compress_topk_k(spec, n), out);
     } else {
         die("compress_encode: %d has no piece to encode", (int)spec->kind);
     }
@@ -172,10 +181,7 @@ void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, 
             acc[i] += alpha * d;
         }
     } else if (spec->kind == COMPRESS_TOPK) {
-        size_t k = topk_k(spec, n);
-        const float *val = in;
-        const uint32_t *idx = (const uint32_t *)(val + k);
-        for (size_t j = 0; j < k; j++) acc[idx[j]] += alpha * val[j];
+        compress_topk_decode_add(in, compress_topk_k(spec, n), alpha, acc);
     } else {
         die("compress_decode_add: %d has no piece to decode", (int)spec->kind);
     }
@@ -183,19 +189,15 @@ void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, 
 
 /* ---- the compressed all-reduce ----------------------------------------------------- */
 
-int compress_on_device(const compress_spec_t *spec) {
-    return spec->kind == COMPRESS_NONE || spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN;
-}
-
 void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
                      int nt, const comm_t *cm) {
     memset(z, 0, sizeof *z);
     z->spec = *spec;
     z->ef = ef;
     z->n = n;
-    if (compress_on_device(spec)) {
-        z->dev = cm->dev;
-        if (spec->kind == COMPRESS_NONE) return;
+    z->dev = cm->dev;
+    if (spec->kind == COMPRESS_NONE) return;
+    if (spec->kind != COMPRESS_POWERSGD) {
         size_t piece = compress_piece_bytes(spec, n, NULL, 0);
         z->residual = dev_alloc(z->dev, sizeof(float) * n);
         z->e = dev_alloc(z->dev, sizeof(float) * n);
@@ -203,54 +205,46 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
         z->all = dev_alloc(z->dev, piece * (size_t)cm->size);
         return;
     }
-    z->residual = xcalloc(n, sizeof(float));
-    z->e = xcalloc(n, sizeof(float));
-    if (spec->kind == COMPRESS_POWERSGD) {
-        size_t R = (size_t)spec->rank, total = 0;
-        z->flat = !t;
-        z->nt = t ? nt : 1;
-        z->t = xmalloc(sizeof *z->t * (size_t)z->nt);
-        if (t) memcpy(z->t, t, sizeof *t * (size_t)nt);
-        else compress_matrix(n, &z->t[0].rows, &z->t[0].cols);
-        for (int k = 0; k < z->nt; k++) {
-            if (z->flat || is_matrix(&z->t[k])) {
-                z->np += z->t[k].rows * R;
-                z->nq += z->t[k].cols * R;
-            } else {
-                z->nq += z->t[k].rows * z->t[k].cols;
-            }
-            total += z->t[k].rows * z->t[k].cols;
+    size_t R = (size_t)spec->rank, total = 0;
+    z->flat = !t;
+    z->nt = t ? nt : 1;
+    z->t = xmalloc(sizeof *z->t * (size_t)z->nt);
+    if (t) memcpy(z->t, t, sizeof *t * (size_t)nt);
+    else compress_matrix(n, &z->t[0].rows, &z->t[0].cols);
+    for (int k = 0; k < z->nt; k++) {
+        if (z->flat || is_matrix(&z->t[k])) {
+            z->np += z->t[k].rows * R;
+            z->nq += z->t[k].cols * R;
+        } else {
+            z->nq += z->t[k].rows * z->t[k].cols;
         }
-        if (t && total != n) die("compressor_init: the tensors hold %zu values, the gradient %zu", total, n);
-        z->p = xcalloc(z->np, sizeof(float));
-        z->q = xcalloc(z->nq, sizeof(float));
-        uint64_t s = 0x9e3779b97f4a7c15ull;   /* the same start on every rank */
-        for (size_t i = 0; i < z->nq; i++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            z->q[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-        }
-    } else {   /* topk */
-        size_t piece = compress_piece_bytes(spec, n, NULL, 0);
-        z->piece = xmalloc(piece);
-        z->all = xmalloc(piece * (size_t)cm->size);
+        total += z->t[k].rows * z->t[k].cols;
     }
+    if (t && total != n) die("compressor_init: the tensors hold %zu values, the gradient %zu", total, n);
+    size_t padded = z->flat ? total : n;   /* the flat view's m x c, zero beyond n */
+    z->residual = dev_alloc(z->dev, sizeof(float) * n);
+    z->e = dev_alloc(z->dev, sizeof(float) * padded);
+    if (z->flat) z->all = dev_alloc(z->dev, sizeof(float) * padded);
+    z->p = dev_alloc(z->dev, sizeof(float) * z->np);
+    z->q = dev_alloc(z->dev, sizeof(float) * z->nq);
+    float *q0 = xmalloc(sizeof(float) * z->nq);
+    uint64_t s = 0x9e3779b97f4a7c15ull;   /* the same start on every rank */
+    for (size_t i = 0; i < z->nq; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        q0[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    dev_from_host(z->dev, z->q, q0, sizeof(float) * z->nq);
+    free(q0);
 }
 
 void compressor_free(compressor_t *z) {
-    if (z->dev) {
-        dev_free(z->dev, z->residual);
-        dev_free(z->dev, z->e);
-        dev_free(z->dev, z->piece);
-        dev_free(z->dev, z->all);
-    } else {
-        free(z->residual);
-        free(z->e);
-        free(z->piece);
-        free(z->all);
-    }
+    dev_free(z->dev, z->residual);
+    dev_free(z->dev, z->e);
+    dev_free(z->dev, z->piece);
+    dev_free(z->dev, z->all);
+    dev_free(z->dev, z->p);
+    dev_free(z->dev, z->q);
     free(z->t);
-    free(z->p);
-    free(z->q);
     memset(z, 0, sizeof *z);
 }
 
@@ -258,9 +252,7 @@ double compressor_sent_bytes(const compressor_t *z, int N) {
     return compress_sent_bytes(&z->spec, z->n, z->flat ? NULL : z->t, z->nt, N);
 }
 
-/* Columns of a (rows, R) row-major matrix made orthonormal (Gram-Schmidt);
- * a column that vanishes stays zero. */
-static void orthonormalise(float *a, size_t rows, int R) {
+void compress_orthonormalise(float *a, size_t rows, int R) {
     for (int j = 0; j < R; j++) {
         for (int i = 0; i < j; i++) {
             double d = 0;
@@ -275,85 +267,85 @@ static void orthonormalise(float *a, size_t rows, int R) {
 }
 
 /* x <- the sum over ranks of e, each matrix as P Q^T (one warm-started
- * power iteration), each vector exact. A matrix m x c holds len values of e
- * from off (len < m c only in the flat view: the padding is zero). */
+ * power iteration), each vector exact, all on z->dev. A matrix m x c holds
+ * len values of e from off (len < m c only in the flat view, whose m x c
+ * buffers are zero beyond n: e, and z->all for the product). */
 static void powersgd(compressor_t *z, comm_t *cm, float *x) {
+    const device_t *d = z->dev;
     int R = z->spec.rank;
     size_t off = 0, po = 0, qo = 0;
-    memset(z->p, 0, sizeof(float) * z->np);
     for (int k = 0; k < z->nt; k++) {   /* P = M Q */
-        size_t c = z->t[k].cols, len = z->t[k].rows * c;
-        if (len > z->n - off) len = z->n - off;
+        size_t m = z->t[k].rows, c = z->t[k].cols;
         if (z->flat || is_matrix(&z->t[k])) {
-            float *p = z->p + po, *q = z->q + qo;
-            for (size_t i = 0; i < len; i++)
-                for (int j = 0; j < R; j++) p[(i / c) * R + j] += z->e[off + i] * q[(i % c) * R + j];
-            po += z->t[k].rows * (size_t)R;
+            op_matmul(d, 0, 0, (int)m, R, (int)c, 1.0f, z->e + off, (int)c, z->q + qo, R, DT_F32, 0.0f, z->p + po,
+                      R, DT_F32);
+            po += m * (size_t)R;
             qo += c * (size_t)R;
         } else {
-            qo += len;
+            qo += m * c;
         }
-        off += len;
+        off += m * c;
     }
     comm_allreduce(cm, z->p, z->p, z->np, DT_F32, RED_SUM);   /* linear: sum of M_r Q */
     off = po = qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* Q = M^T P; a vector's values as they are */
-        size_t c = z->t[k].cols, len = z->t[k].rows * c;
-        if (len > z->n - off) len = z->n - off;
-        float *q = z->q + qo;
+        size_t m = z->t[k].rows, c = z->t[k].cols;
         if (z->flat || is_matrix(&z->t[k])) {
-            float *p = z->p + po;
-            orthonormalise(p, z->t[k].rows, R);
-            memset(q, 0, sizeof(float) * c * (size_t)R);
-            for (size_t i = 0; i < len; i++)
-                for (int j = 0; j < R; j++) q[(i % c) * R + j] += z->e[off + i] * p[(i / c) * R + j];
-            po += z->t[k].rows * (size_t)R;
+            op_orthonormalise(d, z->p + po, m, R);
+            op_matmul(d, 1, 0, (int)c, R, (int)m, 1.0f, z->e + off, (int)c, z->p + po, R, DT_F32, 0.0f, z->q + qo,
+                      R, DT_F32);
+            po += m * (size_t)R;
             qo += c * (size_t)R;
         } else {
-            memcpy(q, z->e + off, sizeof(float) * len);
-            qo += len;
+            dev_copy(d, z->q + qo, z->e + off, sizeof(float) * m * c);
+            qo += m * c;
         }
-        off += len;
+        off += m * c;
     }
     comm_allreduce(cm, z->q, z->q, z->nq, DT_F32, RED_SUM);
     off = po = qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* x = P Q^T; a vector's sum */
-        size_t c = z->t[k].cols, len = z->t[k].rows * c;
-        if (len > z->n - off) len = z->n - off;
-        const float *q = z->q + qo;
+        size_t m = z->t[k].rows, c = z->t[k].cols;
         if (z->flat || is_matrix(&z->t[k])) {
-            const float *p = z->p + po;
-            for (size_t i = 0; i < len; i++) {
-                float s = 0;
-                for (int j = 0; j < R; j++) s += p[(i / c) * R + j] * q[(i % c) * R + j];
-                x[off + i] = s;
-            }
-            po += z->t[k].rows * (size_t)R;
+            float *out = z->flat ? z->all : x + off;
+            op_matmul(d, 0, 1, (int)m, (int)c, R, 1.0f, z->p + po, R, z->q + qo, R, DT_F32, 0.0f, out, (int)c,
+                      DT_F32);
+            if (z->flat) dev_copy(d, x, out, sizeof(float) * z->n);
+            po += m * (size_t)R;
             qo += c * (size_t)R;
         } else {
-            memcpy(x + off, q, sizeof(float) * len);
-            qo += len;
+            dev_copy(d, x + off, z->q + qo, sizeof(float) * m * c);
+            qo += m * c;
         }
-        off += len;
+        off += m * c;
     }
 }
 
-/* int8, sign on z->dev: the same steps as the host path below, as ops. */
-static void block_allreduce(compressor_t *z, comm_t *cm, float *x) {
+/* int8, sign, top-k: the piece of x on z->dev; D(in) * alpha added to acc. */
+static void encode_on_device(const compressor_t *z, const float *x, void *out) {
+    if (z->spec.kind == COMPRESS_TOPK) op_topk_encode(z->dev, x, z->n, compress_topk_k(&z->spec, z->n), out);
+    else op_block_encode(z->dev, z->spec.kind == COMPRESS_SIGN, x, z->n, out);
+}
+static void decode_add_on_device(const compressor_t *z, const void *in, float alpha, float *acc) {
+    if (z->spec.kind == COMPRESS_TOPK) op_topk_decode_add(z->dev, in, compress_topk_k(&z->spec, z->n), alpha, acc);
+    else op_block_decode_add(z->dev, z->spec.kind == COMPRESS_SIGN, in, z->n, alpha, acc);
+}
+
+/* int8, sign, top-k on z->dev: encode, all-gather, decode in rank order. */
+static void device_allreduce(compressor_t *z, comm_t *cm, float *x) {
     const device_t *d = z->dev;
     size_t n = z->n, piece = compress_piece_bytes(&z->spec, n, NULL, 0);
-    int sign = z->spec.kind == COMPRESS_SIGN;
     if (z->ef) op_add(d, DT_F32, x, z->residual, z->e, n);
     else dev_copy(d, z->e, x, sizeof(float) * n);
-    op_block_encode(d, sign, z->e, n, z->piece);
+    encode_on_device(z, z->e, z->piece);
     if (z->ef) {   /* r = e - D(C(e)) */
         dev_copy(d, z->residual, z->e, sizeof(float) * n);
-        op_block_decode_add(d, sign, z->piece, n, -1.0f, z->residual);
+        decode_add_on_device(z, z->piece, -1.0f, z->residual);
     }
     comm_allgather(cm, z->piece, z->all, piece / 4, DT_F32);
     dev_memset0(d, x, sizeof(float) * n);
     for (int r = 0; r < cm->size; r++)   /* in rank order: the same sum on every rank */
-        op_block_decode_add(d, sign, (const uint8_t *)z->all + (size_t)r * piece, n, 1.0f, x);
+        decode_add_on_device(z, (const uint8_t *)z->all + (size_t)r * piece, 1.0f, x);
 }
 
 void compress_allreduce(compressor_t *z, comm_t *cm, float *x) {
@@ -362,27 +354,17 @@ void compress_allreduce(compressor_t *z, comm_t *cm, float *x) {
         comm_allreduce(cm, x, x, n, DT_F32, RED_SUM);
         return;
     }
-    if (z->dev) {
-        block_allreduce(z, cm, x);
+    if (z->spec.kind != COMPRESS_POWERSGD) {
+        device_allreduce(z, cm, x);
         return;
     }
-    for (size_t i = 0; i < n; i++) z->e[i] = x[i] + (z->ef ? z->residual[i] : 0.0f);
-    if (z->spec.kind == COMPRESS_POWERSGD) {
-        powersgd(z, cm, x);
-        if (z->ef) {   /* this rank's share of what the sum's approximation dropped */
-            float inv = 1.0f / (float)cm->size;
-            for (size_t i = 0; i < n; i++) z->residual[i] = z->e[i] - x[i] * inv;
-        }
-        return;
+    const device_t *d = z->dev;
+    if (z->ef) op_add(d, DT_F32, x, z->residual, z->e, n);
+    else dev_copy(d, z->e, x, sizeof(float) * n);
+    powersgd(z, cm, x);
+    if (z->ef) {   /* r = e - x / N: this rank's share of what the sum's approximation dropped */
+        dev_copy(d, z->residual, x, sizeof(float) * n);
+        op_scale(d, DT_F32, z->residual, -1.0f / (float)cm->size, n);
+        op_add(d, DT_F32, z->residual, z->e, z->residual, n);
     }
-    size_t piece = compress_piece_bytes(&z->spec, n, NULL, 0);
-    compress_encode(&z->spec, z->e, n, z->piece);
-    if (z->ef) {   /* r = e - D(C(e)) */
-        memcpy(z->residual, z->e, sizeof(float) * n);
-        compress_decode_add(&z->spec, z->piece, n, -1.0f, z->residual);
-    }
-    comm_allgather(cm, z->piece, z->all, piece / 4, DT_F32);
-    memset(x, 0, sizeof(float) * n);
-    for (int r = 0; r < cm->size; r++)   /* in rank order: the same sum on every rank */
-        compress_decode_add(&z->spec, (const uint8_t *)z->all + (size_t)r * piece, n, 1.0f, x);
 }

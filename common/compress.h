@@ -36,10 +36,12 @@
  * D is the SUM's approximation, so a rank's residual is e - P Q^T / N (for
  * a vector, sent whole, e - sum / N: the residuals add up to zero).
  *
- * none, int8 and sign run on the communicator's device (the ops
- * block_encode and block_decode_add, the same bits on a CPU and a GPU; any
- * comm backend); top-k and PowerSGD work on host memory (trainers on a GPU
- * stage the gradient through the host, over MPI). Sums are deterministic. */
+ * Everything runs on the communicator's device, with any comm backend:
+ * int8, sign and top-k through the ops block_encode, block_decode_add,
+ * topk_encode and topk_decode_add (the same bits on a CPU and a GPU);
+ * PowerSGD through op_matmul (P = M Q, Q = M^T P, P Q^T) and
+ * op_orthonormalise (Gram-Schmidt on P), equal to the CPU's up to the
+ * matmuls' order of summation. Sums are deterministic. */
 #ifndef COMPRESS_H
 #define COMPRESS_H
 
@@ -90,18 +92,24 @@ void compress_matrix(size_t n, size_t *m, size_t *c);
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out);
 void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc);
 
-/* 1 when spec's compressed all-reduce runs on the communicator's device:
- * none, int8, sign. */
-int compress_on_device(const compress_spec_t *spec);
+/* top-k of k values (compress_topk_k) from x's n: the piece's layout above. */
+size_t compress_topk_k(const compress_spec_t *spec, size_t n);
+void compress_topk_encode(const float *x, size_t n, size_t k, void *out);
+void compress_topk_decode_add(const void *in, size_t k, float alpha, float *acc);
+
+/* PowerSGD's Gram-Schmidt: the R columns of a (rows, R) row-major matrix
+ * made orthonormal (sums in double; a column that vanishes stays zero). */
+void compress_orthonormalise(float *a, size_t rows, int R);
 
 typedef struct {
     compress_spec_t spec;
     int ef;               /* error feedback on */
-    const device_t *dev;  /* compress_on_device: the buffers' device (cm's); else NULL (host) */
+    const device_t *dev;  /* the buffers' device (cm's) */
     size_t n;
     float *residual;      /* (n) what compression has dropped so far (ef) */
     float *e;             /* (n) g + residual */
-    void *piece, *all;    /* this rank's piece; every rank's (all-gather) */
+    void *piece, *all;    /* this rank's piece; every rank's (all-gather); the flat
+                             PowerSGD's m x c product */
     int nt;               /* powersgd: the tensors (one m x c matrix for a flat x) */
     compress_shape_t *t;
     int flat;             /* powersgd: x is flat, t[0] its padded matrix view */
@@ -120,8 +128,7 @@ void compressor_free(compressor_t *z);
 double compressor_sent_bytes(const compressor_t *z, int N);
 /* x (z->n values) <- the sum over cm's ranks of the decompressed
  * (x + residual); the residual is updated when ef is on. Identical on every
- * rank. x on cm's device when compress_on_device, else on the host (and cm
- * must move host memory: the MPI backend). */
+ * rank. x on cm's device. */
 void compress_allreduce(compressor_t *z, comm_t *cm, float *x);
 
 #ifdef __cplusplus

@@ -332,8 +332,6 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g) {
 /* ---- DDP with compressed gradients --------------------------------------------------- */
 void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const compress_spec_t *spec, int ef) {
     memset(c, 0, sizeof *c);
-    if (!compress_on_device(spec) && comm->backend != COMM_MPI)
-        usage_error("--compress topk and powersgd work on host memory: add --comm mpi (int8 and sign run on the device)");
     c->comm = comm;
     c->model = m;
     int nt = model_tensors(&m->cfg, &m->shard, NULL, 0);   /* PowerSGD: one factorisation per weight matrix */
@@ -344,22 +342,17 @@ void grad_compress_init(grad_compress_t *c, comm_t *comm, model_t *m, const comp
     compressor_init(&c->z, spec, ef, m->size, shapes, nt, comm);
     free(shapes);
     free(ts);
-    if (comm->dev->kind != DEV_CPU && !compress_on_device(spec)) c->host = xmalloc(sizeof(float) * m->size);
 }
 
 void grad_compress_free(grad_compress_t *c) {
     compressor_free(&c->z);
-    free(c->host);
     memset(c, 0, sizeof *c);
 }
 
 static void compress_step_end(void *ctx) {
     grad_compress_t *c = ctx;
     double t0 = now_s();
-    float *g = c->host ? c->host : c->model->grads;
-    if (c->host) dev_to_host(c->comm->dev, g, c->model->grads, sizeof(float) * c->model->size);
-    compress_allreduce(&c->z, c->comm, g);
-    if (c->host) dev_from_host(c->comm->dev, c->model->grads, g, sizeof(float) * c->model->size);
+    compress_allreduce(&c->z, c->comm, c->model->grads);
     c->exposed_total += now_s() - t0;
 }
 static double compress_exposed(void *ctx) { return ((grad_compress_t *)ctx)->exposed_total; }

@@ -169,15 +169,13 @@ grad_strategy_t grad_sync_strategy(grad_sync_t *g);
 
 /* DDP with compressed gradients (compress.h): backward only accumulates;
  * at the step's end the whole flat gradient is compressed (with error
- * feedback when ef; PowerSGD per weight matrix of the model's tensor list), all-reduced at once and written back (int8 and sign on
- * the device; top-k and PowerSGD on a GPU through host memory, the
- * communicator MPI's). No buckets, no overlap: the
+ * feedback when ef; PowerSGD per weight matrix of the model's tensor list), all-reduced at once and written back, all on
+ * the gradient's device (any comm backend). No buckets, no overlap: the
  * whole synchronisation is exposed. */
 typedef struct {
     compressor_t z;
     comm_t *comm;
     model_t *model;
-    float *host;            /* (model->size) the gradient on the host (GPU runs of top-k, PowerSGD) */
     double exposed_total;   /* seconds since init */
 } grad_compress_t;
 

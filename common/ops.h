@@ -231,9 +231,16 @@ typedef struct {
      * block_encode: the int8 (sign = 0) or sign (sign = 1) piece of x's n fp32
      * values, compress_encode's layout, arithmetic and bytes (padding zero).
      * block_decode_add: acc += alpha * D(in), the product rounded before the
-     * add. Both backends give the same bits. */
+     * add. topk_encode: the top-k piece (k values and their indices) of x,
+     * compress_topk_encode's selection (ties: lower index first);
+     * topk_decode_add: acc[idx] += alpha * val. Both backends give the same bits. */
     void (*block_encode)(const device_t *d, int sign, const float *x, size_t n, void *out);
     void (*block_decode_add)(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc);
+    void (*topk_encode)(const device_t *d, const float *x, size_t n, size_t k, void *out);
+    void (*topk_decode_add)(const device_t *d, const void *in, size_t k, float alpha, float *acc);
+    /* orthonormalise: the R columns of a (rows, R) row-major fp32 matrix made
+     * orthonormal by Gram-Schmidt, compress_orthonormalise's arithmetic. */
+    void (*orthonormalise)(const device_t *d, float *a, size_t rows, int R);
 } ops_t;
 
 extern const ops_t ops_cpu;
@@ -272,6 +279,9 @@ static inline const ops_t *ops_of(const device_t *d) {
 #define op_adamw(d, ...) (ops_of(d)->adamw((d), __VA_ARGS__))
 #define op_block_encode(d, ...) (ops_of(d)->block_encode((d), __VA_ARGS__))
 #define op_block_decode_add(d, ...) (ops_of(d)->block_decode_add((d), __VA_ARGS__))
+#define op_topk_encode(d, ...) (ops_of(d)->topk_encode((d), __VA_ARGS__))
+#define op_topk_decode_add(d, ...) (ops_of(d)->topk_decode_add((d), __VA_ARGS__))
+#define op_orthonormalise(d, ...) (ops_of(d)->orthonormalise((d), __VA_ARGS__))
 
 #ifdef __cplusplus
 }

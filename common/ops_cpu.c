@@ -673,6 +673,18 @@ static void cpu_block_decode_add(const device_t *d, int sign, const void *in, si
     (void)d;
     compress_decode_add(&(compress_spec_t){sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0}, in, n, alpha, acc);
 }
+static void cpu_topk_encode(const device_t *d, const float *x, size_t n, size_t k, void *out) {
+    (void)d;
+    compress_topk_encode(x, n, k, out);
+}
+static void cpu_topk_decode_add(const device_t *d, const void *in, size_t k, float alpha, float *acc) {
+    (void)d;
+    compress_topk_decode_add(in, k, alpha, acc);
+}
+static void cpu_orthonormalise(const device_t *d, float *a, size_t rows, int R) {
+    (void)d;
+    compress_orthonormalise(a, rows, R);
+}
 
 const ops_t ops_cpu = {
     .matmul = cpu_matmul,
@@ -695,5 +707,8 @@ const ops_t ops_cpu = {
     .sumsq = cpu_sumsq,
     .block_encode = cpu_block_encode,
     .block_decode_add = cpu_block_decode_add,
+    .topk_encode = cpu_topk_encode,
+    .topk_decode_add = cpu_topk_decode_add,
+    .orthonormalise = cpu_orthonormalise,
     .adamw = cpu_adamw,
 };

@@ -77,6 +77,9 @@ template <int FAST> static constexpr ops_t table = {
     .adamw = cuda_adamw<FAST>,
     .block_encode = cuda_block_encode,
     .block_decode_add = cuda_block_decode_add,
+    .topk_encode = cuda_topk_encode,
+    .topk_decode_add = cuda_topk_decode_add,
+    .orthonormalise = cuda_orthonormalise,
 };
 
 extern "C" const ops_t ops_cuda = table<1>;

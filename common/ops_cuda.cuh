@@ -205,6 +205,9 @@ void cuda_scale(const device_t *d, dtype_t t, void *x, float s, size_t n);
 double cuda_sumsq(const device_t *d, dtype_t t, const void *x, size_t n);
 void cuda_block_encode(const device_t *d, int sign, const float *x, size_t n, void *out);
 void cuda_block_decode_add(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc);
+void cuda_topk_encode(const device_t *d, const float *x, size_t n, size_t k, void *out);
+void cuda_topk_decode_add(const device_t *d, const void *in, size_t k, float alpha, float *acc);
+void cuda_orthonormalise(const device_t *d, float *a, size_t rows, int R);
 
 /* ops_cuda_xent.cu */
 template <int FAST>

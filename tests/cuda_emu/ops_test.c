@@ -524,6 +524,70 @@ TEST(cuda_emu_op_int8_and_sign_codes_match_cpu_bit_for_bit) {
         }
 }
 
+/* Top-k on both backends: the same threshold, the same ties kept (the lower
+ * indices), the same bytes. Values either repeat (few distinct magnitudes,
+ * signs mixed: the k-th largest is tied) or are all distinct; one block is
+ * all zeros; F from a single value to all of them. */
+TEST(cuda_emu_op_topk_codes_match_cpu_bit_for_bit) {
+    setup();
+    const size_t sizes[] = {1, 7, 256, 257, 5000, 70001};
+    const double fracs[] = {1e-6, 0.01, 0.3, 0.999, 1.0};
+    for (int tied = 0; tied < 2; tied++)
+    for (int s = 0; s < 6; s++)
+        for (int f = 0; f < 5; f++) {
+            size_t n = sizes[s];
+            compress_spec_t spec = {COMPRESS_TOPK, fracs[f], 0};
+            size_t k = compress_topk_k(&spec, n), bytes = compress_piece_bytes(&spec, n, NULL, 0);
+            float *h = xmalloc(sizeof(float) * n);
+            for (size_t i = 0; i < n; i++)   /* tied: magnitudes 0..4 in steps of 0.5; zeros in block 1 */
+                h[i] = i >= COMPRESS_BLOCK && i < 2 * COMPRESS_BLOCK ? 0.0f
+                       : tied ? (float)((i * 7919) % 9) * 0.5f * (i % 3 ? 1 : -1)
+                              : frand() * (float)(1 + i % 37);
+            pair_t x = pair_from(h, n, DT_F32), acc = pair_rand(n, DT_F32, 3);
+            uint8_t *pc = dev_alloc(&cpu, bytes), *pg = dev_alloc(&gpu, bytes), *hg = xmalloc(bytes);
+            op_topk_encode(&cpu, x.c, n, k, pc);
+            G->topk_encode(&gpu, x.g, n, k, pg);
+            dev_to_host(&gpu, hg, pg, bytes);
+            size_t i = 0;
+            while (i < bytes && hg[i] == pc[i]) i++;
+            if (i < bytes) UNIT_FAIL("topk:%g encode, %zu values (k %zu): byte %zu of %zu differs (gpu %u, cpu %u)",
+                                     fracs[f], n, k, i, bytes, hg[i], pc[i]);
+            op_topk_decode_add(&cpu, pc, k, -0.75f, acc.c);
+            G->topk_decode_add(&gpu, pg, k, -0.75f, acc.g);
+            compare("topk decode_add", acc, 0);
+            printf("topk:%-8g encode %8zu %s values, k %6zu, identical to the cpu's\n", fracs[f], n,
+                   tied ? "tied" : "distinct", k);
+            free(h); free(hg);
+            dev_free(&cpu, pc); dev_free(&gpu, pg);
+            pair_free(&x); pair_free(&acc);
+        }
+}
+
+/* PowerSGD's Gram-Schmidt: the same walk in double on both backends (here
+ * the same bits; a CPU build that contracts a multiply-add may differ in
+ * the last place: within 1e-6). A zero column stays zero on both. */
+TEST(cuda_emu_op_orthonormalise_matches_cpu) {
+    setup();
+    const size_t rows[] = {1, 5, 300};
+    const int ranks[] = {1, 2, 4};
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) {
+            size_t m = rows[r];
+            int R = ranks[k];
+            float *h = xmalloc(sizeof(float) * m * (size_t)R);
+            for (size_t i = 0; i < m * (size_t)R; i++)   /* column 1 zero when R > 2 */
+                h[i] = R > 2 && i % (size_t)R == 1 ? 0.0f : frand();
+            pair_t a = pair_from(h, m * (size_t)R, DT_F32);
+            op_orthonormalise(&cpu, a.c, m, R);
+            G->orthonormalise(&gpu, a.g, m, R);
+            char what[48];
+            snprintf(what, sizeof what, "orthonormalise %zu x %d", m, R);
+            compare(what, a, 1e-6);
+            free(h);
+            pair_free(&a);
+        }
+}
+
 /* ---- AdamW ------------------------------------------------------------------------------------- */
 TEST(cuda_emu_op_adamw_matches_cpu_over_steps_with_and_without_working_copy) {
     setup();
