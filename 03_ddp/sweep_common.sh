@@ -1,5 +1,5 @@
-# sweep_common.sh: what the sweeps share (sourced by sweep_buckets.sh and
-# sweep_scaling.sh, from the repository root): Open MPI set up as the suite
+# sweep_common.sh: what the sweeps share (sourced by every sweep_*.sh of
+# this chapter, from the repository root): Open MPI set up as the suite
 # runs it (as root, more ranks than cores), the two output files, and the
 # summary of the repeats.
 #   sweep_begin CSV   out=CSV, runs=CSV's *_runs.csv (one row per run); both emptied
