@@ -22,11 +22,15 @@ run() {  # NP OUT-LOG FLAGS...: one training run, quietly unless it fails
         echo "run failed: mpirun -np $np $DDP $*"; tail -n 20 "$log"; exit 1
     fi
 }
+source tests/reference_run.sh
+ref() {  # LOG PROG FLAGS...: the 1-rank reference run (tests/reference_run.sh), quietly unless it fails
+    reference_run "$@" || { echo "the 1-rank reference run failed: $2 ${*:3}"; tail -n 20 "$1"; exit 1; }
+}
 
 case "$1" in
 equiv)  # NP TOL [FLAGS...]: NP ranks vs 1 rank on the same global batch
     np=$2; tol=$3; shift 3
-    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
+    ref "$dir/one.log" "$DDP" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
     run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/many.bin"
     echo "1 rank vs $np ranks, 6 steps, $*"
     grep '^step' "$dir/many.log" | tail -n 2
@@ -162,7 +166,7 @@ numbers)  # NP [FLAGS...]: every number the program prints, recomputed from the 
 dp)  # N TOL [FLAGS...]: dataparallel with N replicas (one process) vs ddp on N ranks
     # and on 1 rank, the same global batch, 6 steps
     n=$2; tol=$3; shift 3
-    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
+    ref "$dir/one.log" "$DDP" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
     run "$n" "$dir/ddp.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/ddp.bin"
     if ! ./03_ddp/dataparallel "${TINY[@]}" --replicas "$n" --steps 6 "$@" --save-final "$dir/dp.bin" \
             >"$dir/dp.log" 2>&1; then

@@ -23,6 +23,10 @@ run() {  # NP LOG FLAGS...: one training run, quietly unless it fails
         echo "run failed: mpirun -np $np $P $*"; tail -n 20 "$log"; exit 1
     fi
 }
+source tests/reference_run.sh
+ref() {  # LOG PROG FLAGS...: the 1-rank reference run (tests/reference_run.sh), quietly unless it fails
+    reference_run "$@" || { echo "the 1-rank reference run failed: $2 ${*:3}"; tail -n 20 "$1"; exit 1; }
+}
 ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N
     # and --shard K -> $ref
     ref=(); local skip=0 a
@@ -40,7 +44,7 @@ case "$1" in
 equiv)  # NP TOL FLAGS...: NP ranks vs 1 rank of plain DDP on the same global batch
     np=$2; tol=$3; shift 3
     ref_flags "$@"
-    P=$REF run 1 "$dir/one.log" "${TINY[@]}" --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/one.bin"
+    ref "$dir/one.log" "$REF" "${TINY[@]}" --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/one.bin"
     run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/many.bin"
     echo "1 rank of DDP vs $np ranks, 6 steps: $*"
     grep -h '^zero' "$dir/many.log"

@@ -24,6 +24,10 @@ run() {  # NP LOG FLAGS...: one training run, quietly unless it fails
         echo "run failed: mpirun -np $np $P $*"; tail -n 20 "$log"; exit 1
     fi
 }
+source tests/reference_run.sh
+ref() {  # LOG PROG FLAGS...: the 1-rank reference run (tests/reference_run.sh), quietly unless it fails
+    reference_run "$@" || { echo "the 1-rank reference run failed: $2 ${*:3}"; tail -n 20 "$1"; exit 1; }
+}
 
 case "$1" in
 same)  # NP "FLAGS A" "FLAGS B": bit for bit, 6 steps
@@ -37,7 +41,7 @@ same)  # NP "FLAGS A" "FLAGS B": bit for bit, 6 steps
     ;;
 equiv)  # NP TOL [FLAGS...]: NP ranks vs 1 rank on the same global batch
     np=$2; tol=$3; shift 3
-    run 1 "$dir/one.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
+    ref "$dir/one.log" "$P" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
     run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/many.bin"
     echo "1 rank vs $np ranks, 6 steps, $*"
     $CMP "$dir/many.bin" "$dir/one.bin" --tol "$tol"
@@ -76,9 +80,18 @@ failures)  # NP MODE EVERY STEPS-LIST: injected failures at listed steps, restar
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
 random)  # NP MTBF: failures of a random rank at random times (mean MTBF s), async checkpoints, bit for bit
+    # On a busy machine a mean of MTBF s may end most attempts before their
+    # first checkpoint, and the supervisor gives up: the mean becomes at least
+    # 3 start-ups and 20 steps of the reference run, timed here, so each
+    # attempt has the same chance to progress on any machine.
     np=$2; mtbf=$3
     flags=("${TINY[@]}" --dim 64 --seq 32 --steps 40)
+    t0=$(date +%s%N)
     run "$np" "$dir/ref.log" "${flags[@]}" --save-final "$dir/ref.bin"
+    mtbf=$(awk -v m="$mtbf" -v wall=$((($(date +%s%N) - t0) / 1000000)) -F'|' '/^step / { n++; ms += $5 + 0 }
+        END { step = ms / n; start = wall - ms; if (start < 0) start = 0
+              t = (3 * start + 20 * step) / 1000; printf "%.3f", (t > m ? t : m) }' "$dir/ref.log")
+    echo "mean time between failures: $mtbf s"
     $SUP --np "$np" --stall-attempts 10 --logs "$dir/logs" -- "$P" "${flags[@]}" --ckpt-dir "$dir/ckpt" --ckpt-every 2 --ckpt-async \
         --fail-every-s "$mtbf" --save-final "$dir/b.bin" | tee "$dir/sup.log"
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact

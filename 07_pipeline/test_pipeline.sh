@@ -24,13 +24,17 @@ run() {  # NP LOG PROGRAM FLAGS...: one training run, quietly unless it fails
         echo "run failed: mpirun -np $np $prog $*"; tail -n 20 "$log"; exit 1
     fi
 }
+source tests/reference_run.sh
+ref() {  # LOG PROG FLAGS...: the 1-rank reference run (tests/reference_run.sh), quietly unless it fails
+    reference_run "$@" || { echo "the 1-rank reference run failed: $2 ${*:3}"; tail -n 20 "$1"; exit 1; }
+}
 
 case "$1" in
 equiv)  # NP TOL "PIPELINE FLAGS" [FLAGS...]: the pipeline on NP ranks vs chapter 03's trainer
         # on 1 rank (an independent step function), same global batch, 6 steps; FLAGS go to
         # both runs, PIPELINE FLAGS (after them) to the pipeline only
     np=$2; tol=$3; read -r -a pf <<<"$4"; shift 4
-    run 1 "$dir/one.log" "$REF" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
+    ref "$dir/one.log" "$REF" "${TINY[@]}" --steps 6 "$@" --save-final "$dir/one.bin"
     run "$np" "$dir/many.log" "$PIPE" "${TINY[@]}" --steps 6 --replay none "$@" "${pf[@]}" --save-final "$dir/many.bin"
     echo "03_ddp on 1 rank vs 07_pipeline on $np ranks [${pf[*]}], 6 steps, $*"
     grep -h '^pipeline:\|^batch:' "$dir/many.log"

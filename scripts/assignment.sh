@@ -116,7 +116,11 @@ fi
 
 if [ $with_build = 1 ] && [ -d build ]; then
     mkdir -p "$dir/build"
-    for p in build/*; do [ "$p" = build/emu ] || cp -a "$p" "$dir/build/" || err "cannot copy $p to $dir"; done
+    # the objects and the assignment's own targets; not the emulator's
+    # build nor every test binary (build/tests), which grading never makes
+    for p in build/*; do
+        case $p in build/emu|build/tests) ;; *) cp -a "$p" "$dir/build/" || err "cannot copy $p to $dir" ;; esac
+    done
     for t in $(awk -v sel=" ${names[*]} " '$1 == "build" && index(sel, " " $2 " ") { $1 = $2 = ""; print }' $REG); do
         [ -e "$t" ] && cp -p --parents "$t" "$dir"
     done

@@ -7,26 +7,44 @@
 #   tfail NAME SECONDS NP CMD...   passes when CMD is refused cleanly: exit
 #                                  status 1 or 2 (no crash, no time-out) and
 #                                  a line starting "error" on stderr
-#   unit  BIN SECONDS NP           one test per name that `BIN --list` prints,
-#                                  each run as `BIN NAME`
+#   unit  BIN SECONDS NP [FORMAT [VAR=VALUE...]]
+#                                  one test per name that `BIN --list` prints,
+#                                  reported as printf FORMAT NAME (default %s),
+#                                  run with those variables set
+#   alone                          the list's tests after this line run with
+#                                  no other test beside them (they build or
+#                                  grade in this tree)
 # NP 0 runs CMD directly (one rank, no mpirun); NP >= 1 runs it under
 # `mpirun -np NP`. Every test runs under its time limit, so a hang fails.
 # A limit is there to catch hangs, never to judge speed: each is at least
 # 60 s and at least 15 times the test's time on a 2-core machine, so a
 # loaded machine or one core (`taskset -c 0 make test`) stays within it.
 # In CMD, $DEV is the device under test (DEVICE=cpu|cuda, default cpu).
+# The lists are read first, then the tests run: a list's variables are
+# expanded when it registers a test, and EMU_SEED (the emulator's seed,
+# which tests/cuda_emu.tests changes half-way) is taken per test then too.
+#
+# Tests run side by side, as many ranks at once as the machine has cores
+# (TEST_JOBS=K to change; each test counts as its NP ranks, at least 1).
+# Tests are independent: each writes its own files. A unit binary's tests
+# run in one process (one mpirun); any test of it that fails there, or that
+# a crash or a hang left without a verdict, runs again alone under its own
+# limit, and that run is the one reported.
 #
 # Environment: TESTS=REGEX runs only the matching tests; VERBOSE=1 prints
 # every test's output; TEST_TIME_SCALE=K multiplies every time limit by K
 # (for a machine slower still: an emulator, a sanitizer build on one core).
-# The last line is "N passed, N failed".
+# Each result line ends with the progress: [done/total, time left]. The last
+# line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 
 export DEV="${DEVICE:-cpu}"
-# Open MPI on one node, as root, with more ranks than cores.
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)
+# Open MPI on one node, as root, with more ranks than cores; a rank waiting
+# for a message gives its core away, since other tests' ranks share them.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Tests share the machine with their own ranks: one thread per rank.
@@ -39,72 +57,160 @@ fi
 
 filter="${TESTS:-}"
 scale="${TEST_TIME_SCALE:-1}"
+jobs="${TEST_JOBS:-$cores}"
 if ! awk -v k="$scale" 'BEGIN { exit !(k ~ /^[0-9]*\.?[0-9]+$/ && k > 0) }'; then
     echo "error: TEST_TIME_SCALE must be a positive number, got '$scale'" >&2
     exit 2
 fi
-passed=0; failed=0; failures=()
-log=$(mktemp); trap 'rm -f "$log" "$log.err"' EXIT
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "error: TEST_JOBS must be a positive integer, got '$jobs'" >&2
+    exit 2
+fi
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+export TEST_CACHE="$work/cache"   # tests/reference_run.sh: 1-rank references run once
 
-report() {  # NAME STATUS(0=pass) SECONDS DETAIL
-    if [ "$2" -eq 0 ]; then
-        passed=$((passed + 1))
-        printf 'PASS %-58s %6s s\n' "$1" "$3"
-        [ "${VERBOSE:-0}" = 1 ] && sed 's/^/     | /' "$log" "$log.err"
-    else
-        failed=$((failed + 1)); failures+=("$1")
-        printf 'FAIL %-58s %6s s  %s\n' "$1" "$3" "$4"
-        cat "$log" "$log.err" | tail -n 25 | sed 's/^/     | /'
-    fi
-}
-
+# ---- reading the lists -------------------------------------------------------
+# One entry per test: its mode (pass, fail, or unit: a binary's tests in one
+# process), name, limit, NP, whether it runs alone, and its command line.
+MODE=(); NAME=(); SECS=(); NP=(); ALONE=(); CMD=(); UNITS=()
+alone_now=0
 selected() { [ -z "$filter" ] || [[ "$1" =~ $filter ]]; }
-
-run_one() {  # MODE NAME SECONDS NP CMD...
+add() {  # MODE NAME SECONDS NP CMD...
     local mode=$1 name=$2 secs=$3 np=$4; shift 4
-    selected "$name" || return 0
-    secs=$(awk -v s="$secs" -v k="$scale" 'BEGIN { printf "%d", s * k + 0.999 }')
-    local t0 rc detail=""
-    t0=$(date +%s%N)
-    timeout -k 5 "$secs" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then exec "$@"; else exec mpirun -np "$np" "$@"; fi' \
-        _ "$np" "$@" >"$log" 2>"$log.err" </dev/null
-    rc=$?
-    local ms=$((($(date +%s%N) - t0) / 1000000))
-    local secs_taken; secs_taken=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
-    local ok=1
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-        detail="timed out after ${secs} s"
-    elif [ "$mode" = pass ]; then
-        [ $rc -eq 0 ] && ok=0 || detail="exit status $rc"
-    else
-        if [ $rc -ne 1 ] && [ $rc -ne 2 ]; then
-            detail="expected a clean refusal (exit 1 or 2), got exit status $rc"
-        elif ! grep -q '^error' "$log.err"; then
-            detail="refused without an 'error...' line on stderr"
-        else
-            ok=0
-        fi
-    fi
-    report "$name" $ok "$secs_taken" "$detail"
+    MODE+=("$mode"); NAME+=("$name"); NP+=("$np"); ALONE+=("$alone_now")
+    SECS+=("$(awk -v s="$secs" -v k="$scale" 'BEGIN { printf "%d", s * k + 0.999 }')")
+    local seed=""; [ -n "${EMU_SEED+x}" ] && seed="EMU_SEED=$EMU_SEED"
+    CMD+=("$(printf '%q ' env ${seed:+"$seed"} "$@")")
 }
-
-t()     { run_one pass "$@"; }
-tfail() { run_one fail "$@"; }
-unit() {  # BIN SECONDS NP
-    local bin=$1 secs=$2 np=$3 names
+t()     { selected "$1" && add pass "$@"; return 0; }
+tfail() { selected "$1" && add fail "$@"; return 0; }
+alone() { alone_now=1; }
+unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
+    local bin=$1 secs=$2 np=$3 fmt=${4:-%s} names n picked=()
+    shift $(($# < 4 ? $# : 4))
     if ! names=$("$bin" --list 2>&1); then
-        failed=$((failed + 1)); failures+=("$bin --list")
-        echo "FAIL $bin --list: $names"; return
+        add pass "$bin --list" 60 0 sh -c "echo \"\$1\"; exit 1" _ "$names"; return 0
     fi
-    for n in $names; do run_one pass "$n" "$secs" "$np" "$bin" "$n"; done
+    # shellcheck disable=SC2059
+    for n in $names; do selected "$(printf "$fmt" "$n")" && picked+=("$n"); done
+    [ ${#picked[@]} -gt 0 ] || return 0
+    add unit "$bin" $((secs * ${#picked[@]})) "$np" "$@" "$bin"
+    UNITS[$((${#CMD[@]} - 1))]="$secs $fmt ${picked[*]}"
 }
-
 for f in tests/*.tests; do
     [ -e "$f" ] || continue
-    echo "== $f"
+    alone_now=0
     # shellcheck source=/dev/null
     source "$f"
 done
+total=0
+for i in "${!MODE[@]}"; do
+    if [ "${MODE[$i]}" = unit ]; then set -- ${UNITS[$i]}; total=$((total + $# - 2)); else total=$((total + 1)); fi
+done
+
+# ---- running one test ----------------------------------------------------------
+# run CMDLINE SECONDS NP OUT: CMDLINE under its limit, under mpirun for NP >= 1;
+# OUT.log and OUT.err get its output, OUT.rc its exit status and OUT.ms its time.
+run() {
+    local t0; t0=$(date +%s%N)
+    timeout -k 5 "$2" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then eval "$*"; else eval "mpirun -np $np $*"; fi' \
+        _ "$3" "$1" >"$4.log" 2>"$4.err" </dev/null
+    echo $? >"$4.rc"
+    echo $((($(date +%s%N) - t0) / 1000000)) >"$4.ms"
+}
+# verdict MODE OUT: "" when the run passed, else why not
+verdict() {
+    local rc; rc=$(cat "$2.rc")
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "timed out"
+    elif [ "$1" = pass ]; then [ "$rc" -eq 0 ] || echo "exit status $rc"
+    elif [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then echo "expected a clean refusal (exit 1 or 2), got exit status $rc"
+    elif ! grep -q '^error' "$2.err"; then echo "refused without an 'error...' line on stderr"
+    fi
+}
+# A unit binary's tests in one process; each name it gives no "unit: PASS"
+# line for runs again alone, and that run is its result.
+run_unit() {  # I OUT
+    local i=$1 out=$2 secs fmt names n st shown
+    read -r secs fmt names <<<"${UNITS[$i]}"
+    run "${CMD[$i]} $names" "${SECS[$i]}" "${NP[$i]}" "$out"
+    for n in $names; do
+        # shellcheck disable=SC2059
+        shown=$(printf "$fmt" "$n")
+        st=$(awk -v n="$n" '$1 == "unit:" && $3 == n { print $2 " " $4 }' "$out.log")
+        if [ "${st% *}" = PASS ]; then
+            echo "PASS $shown ${st#* } -" >>"$out.res"
+        else
+            run "${CMD[$i]} $n" "$secs" "${NP[$i]}" "$out.$n"
+            # alone it may pass where the shared process failed it: that is a
+            # test leaking state into the next, a failure too
+            printf '%s %s %s %s\n' "$([ -z "$(verdict pass "$out.$n")" ] && [ "${st% *}" != FAIL ] && echo PASS || echo FAIL)" \
+                "$shown" "$(cat "$out.$n.ms")" "$out.$n" >>"$out.res"
+        fi
+    done
+}
+run_test() {  # I: its results in $work/I.res, written when it has ended
+    local i=$1 out="$work/$1"
+    if [ "${MODE[$i]}" = unit ]; then
+        run_unit "$i" "$out.u"
+    else
+        run "${CMD[$i]}" "${SECS[$i]}" "${NP[$i]}" "$out.u"
+        printf '%s %s %s %s\n' "$([ -z "$(verdict "${MODE[$i]}" "$out.u")" ] && echo PASS || echo FAIL)" \
+            "${NAME[$i]}" "$(cat "$out.u.ms")" "$out.u" >"$out.u.res"
+    fi
+    mv "$out.u.res" "$out.res"
+}
+
+# ---- reporting -----------------------------------------------------------------
+passed=0; failed=0; failures=(); start=$(date +%s)
+leak="passed alone, failed in one process after its binary's other tests"
+report() {  # I: print test I's results with the progress so far
+    local i=$1 st name ms out detail mode=${MODE[$1]} secs=${SECS[$1]}
+    [ "$mode" = unit ] && { mode=pass; read -r secs _ <<<"${UNITS[$i]}"; }
+    while read -r st name ms out; do
+        local s; s=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
+        local done_=$((passed + failed + 1)) el=$(($(date +%s) - start))
+        local left=$(( el * (total - done_) / done_ ))
+        local prog; prog=$(printf '[%d/%d, %dm%02ds left]' $done_ $total $((left / 60)) $((left % 60)))
+        if [ "$st" = PASS ]; then
+            passed=$((passed + 1))
+            printf 'PASS %-58s %6s s  %s\n' "$name" "$s" "$prog"
+            [ "${VERBOSE:-0}" = 1 ] && [ "$out" != - ] && sed 's/^/     | /' "$out.log" "$out.err"
+        else
+            failed=$((failed + 1)); failures+=("$name")
+            detail="its runner was killed"; [ "$out" = - ] || detail=$(verdict "$mode" "$out")
+            [ "$detail" = "timed out" ] && detail="timed out after ${secs} s"
+            printf 'FAIL %-58s %6s s  %s  %s\n' "$name" "$s" "${detail:-$leak}" "$prog"
+            [ "$out" = - ] || cat "$out.log" "$out.err" | tail -n 25 | sed 's/^/     | /'
+        fi
+    done <"$work/$i.res"
+}
+
+# ---- the schedule: list order, as many ranks at once as there are cores ---------
+declare -A running=()   # pid -> test index
+busy=0
+weight() { local w=${NP[$1]}; [ "$w" -lt 1 ] && w=1; [ "$w" -gt "$jobs" ] && w=$jobs; echo "$w"; }
+reap() {  # wait until a running test ends, report every one that has
+    local pid i ended=0
+    wait -n 2>/dev/null
+    for pid in "${!running[@]}"; do
+        i=${running[$pid]}
+        ! kill -0 "$pid" 2>/dev/null || continue
+        [ -e "$work/$i.res" ] || echo "FAIL ${NAME[$i]} 0 -" >"$work/$i.res"   # killed from outside
+        unset "running[$pid]"; busy=$((busy - $(weight "$i"))); ended=1
+        report "$i"
+    done
+    [ $ended = 1 ] || sleep 0.1
+}
+for i in "${!MODE[@]}"; do
+    if [ "${ALONE[$i]}" = 1 ]; then
+        while [ ${#running[@]} -gt 0 ]; do reap; done
+        run_test "$i"; report "$i"; continue
+    fi
+    w=$(weight "$i")
+    while [ ${#running[@]} -gt 0 ] && [ $((busy + w)) -gt "$jobs" ]; do reap; done
+    run_test "$i" & running[$!]=$i; busy=$((busy + w))
+done
+while [ ${#running[@]} -gt 0 ]; do reap; done
 
 if [ $failed -gt 0 ]; then
     echo
@@ -112,5 +218,6 @@ if [ $failed -gt 0 ]; then
     printf '  %s\n' "${failures[@]}"
 fi
 echo
+echo "tests took $(($(date +%s) - start)) s, up to $jobs ranks at once"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

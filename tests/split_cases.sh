@@ -5,6 +5,7 @@
 # run mpirun's environment. Each N-rank run is compared with the 1-rank run of
 # the same global batch by 03_ddp/ddp: the model with no seam and its own
 # attention core.
+source tests/reference_run.sh
 
 run() {  # NP LOG FLAGS...: one training run of PROG, quietly unless it fails
     local np=$1 log=$2; shift 2
@@ -15,7 +16,7 @@ run() {  # NP LOG FLAGS...: one training run of PROG, quietly unless it fails
 
 reference() {  # BIN FLAGS...: the 1-rank run of 03_ddp/ddp, its final state in BIN
     local bin=$1; shift
-    mpirun -np 1 ./03_ddp/ddp "${TINY[@]}" --steps 6 "$@" --save-final "$bin" >"$dir/one.log" 2>&1 ||
+    reference_run "$dir/one.log" ./03_ddp/ddp "${TINY[@]}" --steps 6 "$@" --save-final "$bin" ||
         { echo "the 1-rank reference run failed"; tail -n 20 "$dir/one.log"; exit 1; }
 }
 

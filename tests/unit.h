@@ -4,10 +4,11 @@
  *
  * A test binary built from one or more files that include this header (and
  * exactly one that defines UNIT_MAIN first) answers `--list` with the test
- * names and `NAME` by running that test; tests/run.sh runs each name under its
- * own time limit, under mpirun when the test list says so. MPI is started
- * before the test body (one rank without mpirun) and the test's dist_t is
- * `unit_dist`. A failing EXPECT prints file, line, both values and goes on; the
+ * names and `NAME...` by running those tests in turn, rank 0 printing
+ * "unit: PASS|FAIL NAME MS" after each; tests/run.sh runs a binary's tests in
+ * one process, under mpirun when the test list says so (and a test without a
+ * PASS line alone again). MPI is started once before the tests (one rank
+ * without mpirun) and the tests' dist_t is `unit_dist`. A failing EXPECT prints file, line, both values and goes on; the
  * test exits 1 if any EXPECT failed. */
 #ifndef UNIT_H
 #define UNIT_H
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "dist.h"
@@ -67,26 +69,45 @@ void unit_register(const char *name, unit_fn fn) {
     unit_count++;
 }
 
+static double unit_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (int i = 0; i < unit_count; i++) printf("%s\n", unit_tests[i].name);
         return 0;
     }
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s --list | TEST_NAME\n", argv[0]);
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s --list | TEST_NAME...\n", argv[0]);
         return 2;
     }
-    for (int i = 0; i < unit_count; i++) {
-        if (strcmp(argv[1], unit_tests[i].name) != 0) continue;
-        dist_init(&argc, &argv, &unit_dist);
-        unit_tests[i].fn();
+    int n = argc - 1, idx[UNIT_MAX];
+    if (n > UNIT_MAX) { fprintf(stderr, "error: more than %d test names\n", UNIT_MAX); return 2; }
+    for (int a = 0; a < n; a++) {
+        idx[a] = -1;
+        for (int i = 0; i < unit_count; i++)
+            if (strcmp(argv[a + 1], unit_tests[i].name) == 0) idx[a] = i;
+        if (idx[a] < 0) { fprintf(stderr, "error: no test named %s\n", argv[a + 1]); return 2; }
+    }
+    dist_init(&argc, &argv, &unit_dist);
+    int failed = 0;
+    for (int a = 0; a < n; a++) {   /* each test in turn, its verdict on one line from rank 0 */
+        double t0 = unit_ms();
+        unit_failures = 0;
+        unit_tests[idx[a]].fn();
         int mine = unit_failures, all = 0;
         MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        dist_finalize();
-        return all == 0 ? 0 : 1;
+        if (unit_dist.rank == 0) {
+            printf("unit: %s %s %.0f\n", all ? "FAIL" : "PASS", unit_tests[idx[a]].name, unit_ms() - t0);
+            fflush(stdout);
+        }
+        failed |= all != 0;
     }
-    fprintf(stderr, "error: no test named %s\n", argv[1]);
-    return 2;
+    dist_finalize();
+    return failed;
 }
 #endif
 #endif
