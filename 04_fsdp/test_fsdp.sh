@@ -145,7 +145,7 @@ memlimit)  # under --mem-limit, DDP is refused naming the bytes; ZeRO-3 on 4 ran
     grep '^step     3/3' "$dir/b.log"
     ;;
 memlimit-stages)  # under --mem-limit, only the last pipeline stage's ranks (the head and the final
-                  # norm: 64 parameters more than the first's embedding) exceed it; every rank
+                  # norm, against the first's embedding: 1280 bytes more) exceed it; every rank
                   # refuses together: exit 2, one line, the lowest refusing rank's (rank 2)
     flags=(--device "$DEV" --threads 1 --dim 64 --layers 3 --heads 4 --kv-heads 4 --seq 16 --vocab 4096
            --batch 8 --micro 2 --steps 1 --pp 3 --dp 2 --zero 1)
