@@ -148,6 +148,19 @@ memlimit)  # under --mem-limit, DDP is refused naming the bytes; ZeRO-3 on 4 ran
     grep '^memory' "$dir/b.log" | head -n 2
     grep '^step     3/3' "$dir/b.log"
     ;;
+memlimit-stages)  # under --mem-limit, only the last pipeline stage's ranks (the head and the final
+                  # norm, against the first's embedding: 1280 bytes more) exceed it; every rank
+                  # refuses together: exit 2, one line, the lowest refusing rank's (rank 2)
+    flags=(--device "$DEV" --threads 1 --dim 64 --layers 3 --heads 4 --kv-heads 4 --seq 16 --vocab 4096
+           --batch 8 --micro 2 --steps 1 --pp 3 --dp 2 --zero 1)
+    # the first stage's ZeRO-1 need, exactly: it fits, the last stage's does not
+    rc=0; mpirun -np 6 ./10_nd_llama/train "${flags[@]}" --mem-limit 6096896 >"$dir/a.out" 2>"$dir/a.err" || rc=$?
+    grep '^error' "$dir/a.err" || true
+    [ "$rc" = 2 ] || { echo "error: exit status $rc, expected 2"; exit 1; }
+    [ "$(grep -c '^error' "$dir/a.err")" = 1 ] || { echo "error: not exactly one error line"; exit 1; }
+    grep -q '^error: --mem-limit 6096896 bytes (6.10 MB) per rank: ZeRO-1 on 2 ranks needs 6098176 bytes (6.10 MB) on rank 2 for' \
+        "$dir/a.err" || { echo "error: the line is not rank 2's refusal (the lowest rank of the last stage)"; exit 1; }
+    ;;
 acts-limit)  # ZeRO-1's state fits 12 MiB per rank but its activations do not: the device's cap
     # ends the job at the allocation that would pass it, naming the bytes
     flags=(--device "$DEV" --threads 1 --dim 128 --layers 4 --heads 4 --kv-heads 4 --seq 32 --vocab 256

@@ -218,6 +218,21 @@ show_zbh1)  # --show-schedule --schedule zbh1: 4 stages x 8 micro-batches, one s
     grep -q '^  stage 3  \.  \.  \.  F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7 ' <<<"$out" ||
         { echo "error: stage 3's row differs"; exit 1; }
     ;;
+zbh1_times)  # P M: ZB-H1's printed lists, simulated with unequal F, B and W times
+             # (07_pipeline/check_replay.py): every stage idles (P-1) max(T_B, T_F + max(0, T_B - T_W))
+    "$PIPE" --show-schedule --schedule zbh1 --stages "$2" --micro "$3" > "$dir/show.txt"
+    python3 07_pipeline/check_replay.py zbh1 "$dir/show.txt"
+    ;;
+terapipe_replay)  # NP M K [FLAGS...]: a TeraPipe run's replays against a timeline simulated from
+                  # its own slice times, its busy time, and (--balance) its cuts against the
+                  # FLOPs computed from the model line (07_pipeline/check_replay.py)
+    np=$2; M=$3; K=$4; shift 4
+    "$PIPE" "${TINY[@]}" --show-schedule --schedule terapipe --stages "$np" --micro "$M" --slices "$K" "$@" > "$dir/show.txt"
+    run "$np" "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 3 --schedule terapipe --micro "$M" --slices "$K" \
+        --replay "$np" --bubble-csv "$dir/b.csv" --gantt-csv "$dir/g.csv" "$@"
+    grep -h 'token slices, run in order\|replayed' "$dir/a.log"
+    python3 07_pipeline/check_replay.py terapipe "$dir/show.txt" "$dir/a.log" "$dir/b.csv" "$dir/g.csv"
+    ;;
 resume)  # a checkpoint of the 2-stage pipeline resumes in chapter 03's trainer on 1 rank
     run 2 "$dir/a.log" "$PIPE" "${TINY[@]}" --steps 8 --replay none --ckpt-every 4 --ckpt-dir "$dir/ckpt" --save-final "$dir/ref.bin"
     rm -rf "$dir/ckpt/step_00000008"

@@ -188,13 +188,17 @@ typedef struct {
     char when[64];        /* when it was measured */
 } core_peak_t;
 
-static void measure(core_peak_t *c) {
-    const double rate = fma_rate(c->lanes), clock = clock_ghz() * 1e9;
+int perf_flop_per_cycle(double fma_flops, double clock_hz, int lanes) {
     /* FMAs per cycle: 1 or 2, whichever the ratio is nearer (on a log
      * scale: the boundary is sqrt(2)); a measurement is off by a few
      * percent, never by 40 */
-    const int per_cycle = rate / clock / (2.0 * c->lanes) >= sqrt(2.0) ? 2 : 1;
-    c->flop_per_cycle = 2 * c->lanes * per_cycle;
+    const int per_cycle = fma_flops / clock_hz / (2.0 * lanes) >= sqrt(2.0) ? 2 : 1;
+    return 2 * lanes * per_cycle;
+}
+
+static void measure(core_peak_t *c) {
+    const double rate = fma_rate(c->lanes), clock = clock_ghz() * 1e9;
+    c->flop_per_cycle = perf_flop_per_cycle(rate, clock, c->lanes);
     c->ghz = round(rate / c->flop_per_cycle / 1e6) / 1e3;
     time_t now = time(NULL);
     struct tm tm;

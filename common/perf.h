@@ -73,6 +73,12 @@ typedef struct {
  * for the rest of the run; the struct until the next call. */
 const cpu_peak_t *perf_cpu_peak(int threads);
 
+/* One core's FLOP per cycle from what perf_cpu_peak measures on it: the
+ * FMA loop's FLOP/s on `lanes` fp32 lanes (16: AVX-512, 8: AVX2) and the
+ * clock in Hz. 2 x lanes x the FMAs issued per cycle (1 or 2, whichever
+ * the measured ratio is nearer). */
+int perf_flop_per_cycle(double fma_flops, double clock_hz, int lanes);
+
 /* Peak FLOP/s of device d at precision p: the measured CPU peak (fp32; the
  * CPU computes bf16 in fp32) or the GPU table. override_tflops > 0 (the
  * --peak flag) wins. Returns 0 when unknown. */

@@ -1,6 +1,6 @@
 /* unit_compress.c: the gradient compressors (common/compress.h) against
  * what each must do exactly: round trips within their bound, pieces of the
- * formulas' bytes, error feedback's bookkeeping, and the compressed
+ * formulas' bytes, error feedback against the definitions, and the compressed
  * all-reduce on real ranks (run on 3). */
 #define UNIT_MAIN
 #include "unit.h"
@@ -142,47 +142,150 @@ static void expect_same_on_every_rank(const float *x, size_t n, const char *what
     free(r0);
 }
 
-/* Error feedback drops nothing: after T steps, what the all-reduces
- * delivered plus every rank's residual = the sum of every gradient (up to
- * fp32 rounding); and the result is the same on every rank. */
-TEST(error_feedback_delivered_plus_residuals_equals_every_gradient) {
+/* ---- error feedback against the compressors' definitions -------------------------- */
+
+/* The compressors' D(C(e)) computed here from their definitions in
+ * compress.h, independently of compress.c: int8 (one scale max|e| / 127 per
+ * 256 values, codes round(e / s) in [-127, 127]), sign (the block's mean |e|
+ * with e's sign, + for 0), top-k (the k = ceil(F n) largest |e|, lower index
+ * first on ties, at their own index; zero elsewhere). */
+static const float *ref_by_mag;
+static int ref_mag_order(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    float x = fabsf(ref_by_mag[i]), y = fabsf(ref_by_mag[j]);
+    return x > y ? -1 : x < y ? 1 : i < j ? -1 : i > j;
+}
+static void ref_decoded(const compress_spec_t *s, const float *e, size_t n, float *d) {
+    memset(d, 0, sizeof(float) * n);
+    if (s->kind == COMPRESS_TOPK) {
+        size_t k = (size_t)ceil(s->frac * (double)n - 1e-9), *order = xmalloc(sizeof(size_t) * n);
+        for (size_t i = 0; i < n; i++) order[i] = i;
+        ref_by_mag = e;
+        qsort(order, n, sizeof(size_t), ref_mag_order);
+        for (size_t j = 0; j < k && j < n; j++) d[order[j]] = e[order[j]];
+        free(order);
+        return;
+    }
+    for (size_t lo = 0; lo < n; lo += 256) {
+        size_t hi = lo + 256 < n ? lo + 256 : n;
+        float big = 0;
+        double l1 = 0;
+        for (size_t i = lo; i < hi; i++) { big = fmaxf(big, fabsf(e[i])); l1 += fabs(e[i]); }
+        float scale = s->kind == COMPRESS_INT8 ? big / 127.0f : (float)(l1 / (double)(hi - lo));
+        for (size_t i = lo; i < hi; i++)
+            d[i] = s->kind == COMPRESS_SIGN ? (e[i] >= 0 ? scale : -scale)
+                   : scale > 0 ? scale * fminf(127.0f, fmaxf(-127.0f, rintf(e[i] / scale))) : 0.0f;
+    }
+}
+
+/* PowerSGD's approximation of the sum of the N ranks' e (n flat values as
+ * one zero-padded m x c matrix, c = ceil(sqrt n)), in double: P = (sum E) Q,
+ * P's columns made orthonormal (Gram-Schmidt), Q = (sum E)^T P (kept for
+ * the next call), out = P Q^T. */
+static void ref_powersgd(int R, float *const *e, int N, size_t n, double *q, float *out) {
+    size_t c = (size_t)ceil(sqrt((double)n)), m = (n + c - 1) / c;
+    double *sum = calloc(m * c, sizeof(double)), *p = calloc(m * (size_t)R, sizeof(double));
+    for (int r = 0; r < N; r++)
+        for (size_t i = 0; i < n; i++) sum[i] += e[r][i];
+    for (size_t i = 0; i < m; i++)
+        for (int k = 0; k < R; k++)
+            for (size_t j = 0; j < c; j++) p[i * R + k] += sum[i * c + j] * q[j * R + k];
+    for (int k = 0; k < R; k++) {
+        for (int l = 0; l < k; l++) {
+            double dot = 0;
+            for (size_t i = 0; i < m; i++) dot += p[i * R + l] * p[i * R + k];
+            for (size_t i = 0; i < m; i++) p[i * R + k] -= dot * p[i * R + l];
+        }
+        double norm = 0;
+        for (size_t i = 0; i < m; i++) norm += p[i * R + k] * p[i * R + k];
+        for (size_t i = 0; i < m; i++) p[i * R + k] /= sqrt(norm);
+    }
+    for (size_t j = 0; j < c; j++)
+        for (int k = 0; k < R; k++) {
+            q[j * R + k] = 0;
+            for (size_t i = 0; i < m; i++) q[j * R + k] += sum[i * c + j] * p[i * R + k];
+        }
+    for (size_t i = 0; i < n; i++) {
+        double v = 0;
+        for (int k = 0; k < R; k++) v += p[(i / c) * R + k] * q[(i % c) * R + k];
+        out[i] = (float)v;
+    }
+    free(sum); free(p);
+}
+
+/* max |a - b| over n, against tol x max |b| (and at least tol); prints the
+ * worst element and returns 1 when over. */
+static int differs(const char *what, const float *a, const float *b, size_t n, double tol) {
+    double big = 0, worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        big = fmax(big, fabs(b[i]));
+        if (fabs((double)a[i] - b[i]) > worst) { worst = fabs((double)a[i] - b[i]); at = i; }
+    }
+    if (worst <= tol * fmax(big, 1.0)) return 0;
+    UNIT_FAIL("%s: element %zu is %.9g, the definition gives %.9g (max error %g, max |value| %g)", what, at, a[at],
+              b[at], worst, big);
+    return 1;
+}
+
+/* Each compressor's all-reduce, 4 calls with error feedback on and off,
+ * against the definitions above run here for every rank: e = g + r (r = 0
+ * with feedback off), the sum over ranks of D(C(e)) delivered (PowerSGD: its
+ * P Q^T of the sum of e, from the compressor's starting Q), r = e - D(C(e))
+ * (PowerSGD: e - P Q^T / N). The first call is the same on and off (no
+ * residual yet); the later ones must differ, by what the residual changes. */
+TEST(error_feedback_compresses_gradient_plus_residual_as_defined) {
     start();
     const char *specs[] = {"int8", "sign", "topk:0.02", "powersgd:2"};
-    size_t n = 1100;
-    float *g = xmalloc(sizeof(float) * n), *x = xmalloc(sizeof(float) * n);
-    double *want = xmalloc(sizeof(double) * n), *got = xmalloc(sizeof(double) * n);
+    size_t n = 1100, c = (size_t)ceil(sqrt((double)n));
+    int N = cm.size, steps = 4;
+    float *x = xmalloc(sizeof(float) * n), *want = xmalloc(sizeof(float) * n), *d = xmalloc(sizeof(float) * n);
+    float *off[2] = {xmalloc(sizeof(float) * n), xmalloc(sizeof(float) * n)}, *e[16], *res[16];
+    if (N > 16) UNIT_FAIL("run on at most 16 ranks");
+    for (int r = 0; r < N; r++) { e[r] = xmalloc(sizeof(float) * n); res[r] = xmalloc(sizeof(float) * n); }
     for (int t = 0; t < ARRAY_LEN(specs); t++) {
         compress_spec_t s = spec_of(specs[t]);
-        compressor_t z;
-        compressor_init(&z, &s, 1, n, NULL, 0, &cm);
-        memset(want, 0, sizeof(double) * n);
-        memset(got, 0, sizeof(double) * n);
-        for (int step = 0; step < 4; step++) {
-            for (int r = 0; r < cm.size; r++) {
-                fill(g, n, (unsigned)(100 * step + r));
-                for (size_t i = 0; i < n; i++) want[i] += g[i];
+        int R = s.kind == COMPRESS_POWERSGD ? s.rank : 0;
+        double tol = R ? 1e-4 : 1e-6, *q = xmalloc(sizeof(double) * c * (size_t)(R ? R : 1));
+        for (int ef = 0; ef <= 1; ef++) {
+            compressor_t z;
+            compressor_init(&z, &s, ef, n, NULL, 0, &cm);
+            for (size_t i = 0; R && i < c * (size_t)R; i++) q[i] = z.q[i];   /* the start every rank shares */
+            for (int r = 0; r < N; r++) memset(res[r], 0, sizeof(float) * n);
+            int bad = 0;
+            for (int step = 0; step < steps && !bad; step++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s, error feedback %s, call %d", specs[t], ef ? "on" : "off", step + 1);
+                memset(want, 0, sizeof(float) * n);
+                for (int r = 0; r < N; r++) {
+                    fill(e[r], n, (unsigned)(100 * step + r));
+                    for (size_t i = 0; i < n; i++) e[r][i] += res[r][i];
+                    if (!R) {
+                        ref_decoded(&s, e[r], n, d);
+                        for (size_t i = 0; i < n; i++) { want[i] += d[i]; res[r][i] = ef ? e[r][i] - d[i] : 0; }
+                    }
+                }
+                if (R) {
+                    ref_powersgd(R, e, N, n, q, want);
+                    for (int r = 0; r < N; r++)
+                        for (size_t i = 0; i < n; i++) res[r][i] = ef ? e[r][i] - want[i] / (float)N : 0;
+                }
+                fill(x, n, (unsigned)(100 * step + cm.rank));
+                compress_allreduce(&z, &cm, x);
+                bad = differs(what, x, want, n, tol);
+                strcat(what, ", this rank's residual");
+                bad = bad || differs(what, z.residual, res[cm.rank], n, tol);
+                if (step < 2 && !ef) memcpy(off[step], x, sizeof(float) * n);
+                if (step < 2 && ef && !memcmp(off[step], x, sizeof(float) * n) != (step == 0))
+                    UNIT_FAIL("%s: call %d is %s with error feedback on and off", specs[t], step + 1,
+                              step ? "the same" : "different");
             }
-            fill(x, n, (unsigned)(100 * step + cm.rank));
-            compress_allreduce(&z, &cm, x);
-            expect_same_on_every_rank(x, n, specs[t]);
-            for (size_t i = 0; i < n; i++) got[i] += x[i];
+            compressor_free(&z);
         }
-        double *res = xmalloc(sizeof(double) * n), scale = 0, worst = 0;
-        for (size_t i = 0; i < n; i++) res[i] = z.residual[i];
-        MPI_Allreduce(MPI_IN_PLACE, res, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        size_t at = 0;
-        for (size_t i = 0; i < n; i++) {
-            scale = fmax(scale, fabs(want[i]));
-            double e = fabs(got[i] + res[i] - want[i]);
-            if (e > worst) { worst = e; at = i; }
-        }
-        if (worst > 1e-5 * scale)
-            UNIT_FAIL("%s: delivered + residuals differ from the gradients' sum by %g at %zu (%g + %g vs %g; "
-                      "scale %g)", specs[t], worst, at, got[at], res[at], want[at], scale);
-        free(res);
-        compressor_free(&z);
+        free(q);
     }
-    free(g); free(x); free(want); free(got);
+    for (int r = 0; r < N; r++) { free(e[r]); free(res[r]); }
+    free(x); free(want); free(d); free(off[0]); free(off[1]);
     stop();
 }
 

@@ -391,3 +391,31 @@ TEST(gpu_peak_table_has_each_generation_and_its_arithmetic) {
     EXPECT_NEAR(80 * 8 * 64 * 2 * 1.53e9 / 1e12, 125.0, 3e-3);
     EXPECT_NEAR(2880 * 2 * 0.745e9 / 1e12, 4.29, 1e-3);
 }
+
+/* ---- the CPU peak's FMA units ---------------------------------------------- */
+
+/* The FLOP per cycle the CPU peak divides by, from the FMA loop's rate and
+ * the clock as perf_cpu_peak measures them, on cores whose units are known:
+ * Zen 4 (AVX-512 split over two 256-bit pipes: one 512-bit FMA a cycle, 32
+ * FP32 FLOP/cycle), an Intel core with two 512-bit FMA units (64), an AVX2
+ * core with two 256-bit FMA units (Zen 2/3, Haswell and later: 32). The
+ * measurements are a few percent off either way (a loaded core, a clock
+ * read at a boost the loop does not hold). */
+TEST(cpu_flop_per_cycle_is_the_fma_units_the_measured_rate_implies) {
+    const struct { const char *core; int lanes; double ghz, fma_per_cycle; int want; } cores[] = {
+        {"Zen 4, AVX-512 on two 256-bit pipes", 16, 3.7, 1, 32},
+        {"Intel, two 512-bit FMA units", 16, 2.8, 2, 64},
+        {"Intel, one 512-bit FMA unit", 16, 2.4, 1, 32},
+        {"AVX2, two 256-bit FMA units", 8, 3.4, 2, 32},
+        {"AVX2, one 256-bit FMA unit", 8, 2.0, 1, 16},
+    };
+    for (int i = 0; i < ARRAY_LEN(cores); i++)
+        for (double off = 0.85; off <= 1.151; off += 0.05) {
+            double clock = cores[i].ghz * 1e9, rate = off * clock * 2 * cores[i].lanes * cores[i].fma_per_cycle;
+            int got = perf_flop_per_cycle(rate, clock, cores[i].lanes);
+            if (got != cores[i].want)
+                UNIT_FAIL("%s: a measured rate of %.1f GFLOP/s at %.2f GHz (%.0f%% of its units' rate) gives "
+                          "%d FLOP/cycle, expected %d", cores[i].core, rate / 1e9, cores[i].ghz, 100 * off, got,
+                          cores[i].want);
+        }
+}

@@ -243,6 +243,39 @@ TEST(schedule_zbh1_passes_the_checker_and_its_bubble_is_the_formula) {
     printf("%d zbh1 lists checked and replayed\n", n);
 }
 
+/* ZB-H1 with unequal times, by hand: with M >= P every stage idles
+ * (P - 1) max(T_B, T_F + max(0, T_B - T_W)) and the step is
+ * M (T_F + T_B + T_W) plus that. The fill costs a forward per stage ahead,
+ * and a W of the cool-down covers the wait for the next B only where it
+ * lasts as long; but the last backward still crosses the P - 1 stages
+ * after stage 0 one B at a time, so a B longer than F sets the idle.
+ * E.g. 4 stages x 8 micro-batches at T_F = 1, T_B = 0.5, T_W = 1.5: idle 3
+ * on every stage, step 8 x 3 + 3 = 27; at T_B = 1.5, T_W = 0.5: idle 6;
+ * at T_F = 0.5, T_B = 1, T_W = 2: idle 3 (the backward chain's). */
+TEST(schedule_zbh1_replay_idle_per_stage_with_unequal_f_b_w_times) {
+    const double times[][3] = {{1, 0.5, 1.5}, {1, 1.5, 0.5}, {2, 1, 1}, {0.5, 1, 2}, {1, 2, 0.5}, {0.5, 2, 1}};
+    for (int P = 2; P <= 6; P++)
+        for (int M = P; M <= 2 * P + 1; M += P / 2 + 1)
+            for (int t = 0; t < (int)(sizeof times / sizeof times[0]); t++) {
+                double f[8], b[8], w[8], tf = times[t][0], tb = times[t][1], tw = times[t][2];
+                for (int i = 0; i < P; i++) { f[i] = tf; b[i] = tb; w[i] = tw; }
+                pipe_schedule_t s;
+                pipe_schedule_build(&s, PIPE_ZBH1, P, M, 1);
+                pipe_costs_t c = {f, b, 0, w};
+                pipe_replay_t r;
+                EXPECT(pipe_replay(&s, &c, &r, NULL, 0) == 0);
+                double idle = (P - 1) * fmax(tb, tf + fmax(0, tb - tw)), step = M * (tf + tb + tw) + idle;
+                if (fabs(r.step - step) > 1e-12)
+                    UNIT_FAIL("zbh1 P %d M %d, T_F %g T_B %g T_W %g: step %g, by hand %g", P, M, tf, tb, tw, r.step, step);
+                for (int st = 0; st < P; st++)
+                    if (fabs(r.idle[st] - idle) > 1e-12)
+                        UNIT_FAIL("zbh1 P %d M %d, T_F %g T_B %g T_W %g: stage %d idles %g, (P-1) max(T_B, T_F + "
+                                  "max(0, T_B - T_W)) = %g", P, M, tf, tb, tw, st, r.idle[st], idle);
+                pipe_replay_free(&r);
+                pipe_schedule_free(&s);
+            }
+}
+
 TEST(schedule_checker_catches_a_w_before_its_backward_missing_or_twice) {
     pipe_schedule_t s;
     pipe_schedule_build(&s, PIPE_ZBH1, 2, 2, 1);
