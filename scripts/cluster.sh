@@ -50,8 +50,8 @@ down() {
 
 # shape DEV NS: the egress of DEV (in namespace NS) at $gbps, with $qdisc.
 # tbf: rate, bucket $burst bytes, queue $queue bytes. htb: one class at the
-# rate with the same bucket (htb's burst and cburst), its queue a pfifo of
-# $queue bytes' worth of full frames.
+# rate with the same bucket (htb's burst and cburst), its queue a bfifo of
+# $queue bytes.
 shape() {
     local dev=$1 ns=$2 rate="${gbps}gbit"
     if [ "$qdisc" = tbf ]; then
@@ -60,7 +60,7 @@ shape() {
         ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: htb default 1
         ip netns exec "$ns" tc class add dev "$dev" parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
             burst "$burst" cburst "$burst" quantum 60000
-        ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 pfifo limit $(((queue + 1499) / 1500))
+        ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 bfifo limit "$queue"
     fi
 }
 
@@ -103,11 +103,13 @@ up() {
         fail "--gbps must be a number in (0, 100], got '$gbps'"
     [ "$qdisc" = tbf ] || [ "$qdisc" = htb ] || fail "--qdisc must be tbf or htb, got '$qdisc'"
     # The bucket: what the link sends at line speed before the rate holds it
-    # back. TCP reaches the nominal rate only when the bucket holds a few of
-    # its segments (64 KiB with segmentation offload): 4 ms at the rate, at
-    # least 256 KiB. The queue holds as much again. Measured in CLUSTER.md.
+    # back. Through tbf, TCP reaches the nominal rate only when the bucket
+    # holds a few of its segments (64 KiB with segmentation offload): 4 ms
+    # at the rate, at least 256 KiB. The queue: 32 ms at the rate, at least
+    # 1 MiB; a queue of one bucket dropped MPI's bursts and cost it
+    # retransmissions. Measured in CLUSTER.md.
     [ -n "$burst" ] || burst=$(awk -v g="$gbps" 'BEGIN { b = g * 1e9 / 8 * 0.004; printf "%d", b < 262144 ? 262144 : b }')
-    [ -n "$queue" ] || queue=$burst
+    [ -n "$queue" ] || queue=$(awk -v g="$gbps" 'BEGIN { b = g * 1e9 / 8 * 0.032; printf "%d", b < 1048576 ? 1048576 : b }')
     [[ $burst =~ ^[0-9]+$ ]] && [ "$burst" -ge 2000 ] || fail "--burst must be at least 2000 bytes, got '$burst'"
     [[ $queue =~ ^[0-9]+$ ]] && [ "$queue" -ge 2000 ] || fail "--queue must be at least 2000 bytes, got '$queue'"
     [ "$(id -u)" = 0 ] || fail "up needs root (network namespaces)"
@@ -153,25 +155,25 @@ up() {
     write_agent; write_login
     trap - EXIT
     echo "cluster: $n nodes x $ranks ranks, links $gbps Gbit/s each way ($qdisc, bucket $burst B, queue $queue B), $NET.0/24"
-    echo "cluster: run   $DIR/login mpirun --hostfile $DIR/hosts --mca plm_rsh_agent $DIR/agent --mca btl self,vader,tcp ..."
+    echo "cluster: run   $DIR/login mpirun --hostfile $DIR/hosts --mca plm_rsh_agent $DIR/agent -np $((n * ranks)) ..."
     echo "cluster: stop  scripts/cluster.sh down"
 }
 
 # The agent Open MPI calls instead of ssh: `agent HOST COMMAND...` runs the
 # command in HOST's namespaces (network, hostname, /dev/shm) through a shell,
 # as ssh would on the far side.
-# When the nodes' ranks outnumber this machine's cores, they yield the core
-# while they wait (Open MPI spins otherwise, and a spinning rank holds up
-# the one it waits for: across the nodes a small all-reduce took 0.1-2 s
-# instead of 0.1 ms on 2 loaded cores).
+# The nodes share this machine's cores with each other and with whatever
+# else runs here, so a waiting rank yields its core (sched_yield, nearly free
+# when nothing else wants the core): Open MPI spins otherwise, and a spinning
+# rank holds up the one it waits for. On 2 loaded cores an all-reduce of 4
+# bytes across the nodes took 40-180 ms instead of about 0.1 ms, and one of
+# 16 MiB ran at a seventh of the link's rate.
 write_agent() {
-    local yield=""
-    [ $((n * ranks)) -le "$(nproc)" ] || yield="export OMPI_MCA_mpi_yield_when_idle=1   # $n x $ranks ranks on $(nproc) cores"
     cat >"$DIR/agent" <<EOF
 #!/bin/sh
 # Open MPI's launch agent for the nodes of scripts/cluster.sh: agent HOST CMD...
 host=\$1; shift
-$yield
+export OMPI_MCA_mpi_yield_when_idle=1
 pid=\$(awk -v h="\$host" '\$1 == h || \$2 == h { print \$3 }' "$PWD/$DIR/nodes")
 [ -n "\$pid" ] || { echo "error: \$host is not a node of this cluster ($PWD/$DIR/nodes)" >&2; exit 2; }
 exec nsenter -t "\$pid" -n -u -m -- /bin/sh -c "cd '\$PWD' 2>/dev/null; \$*"
