@@ -7,6 +7,7 @@
 #   test_cluster.sh down           takes them down: no namespace, process or file left
 #   test_cluster.sh allreduce FLAGS...     02_allreduce's rows and their checks, both ways
 #   test_cluster.sh same PROG FLAGS...     a trainer's losses and weights, both ways
+#   test_cluster.sh node-kill      node2's processes killed mid-run: the job ends naming it, resumes bit for bit
 # A case run while no cluster is up brings one up for itself and takes it
 # down after (a filtered run); in the whole file, `up` and `down` do it once.
 set -euo pipefail
@@ -84,6 +85,39 @@ same)  # PROG FLAGS...: 4 ranks on one node against 2 x 2 across the nodes, bit 
     cluster_run "$dir/b.log" "$prog" "$@" --save-final "$dir/b.bin"
     grep '^step' "$dir/b.log" | tail -n 1
     $CMP "$dir/b.bin" "$dir/a.bin" --exact
+    ;;
+node-kill)  # every process of node2 (its Open MPI daemon and ranks 2-3) killed once the
+    # checkpoint of step 8 exists: the job ends by itself, saying which node it lost; resumed
+    # on the 2 nodes, the run ends bit for bit as one that was never interrupted
+    need_cluster
+    base=(--device "${DEV:-cpu}" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
+          --batch 12 --lr 3e-3 --steps 40 --timeout-s 20)
+    flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
+    cluster_run "$dir/ref.log" ./03_ddp/ddp "${base[@]}" --save-final "$dir/ref.bin"
+    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
+        -np 4 ./03_ddp/ddp "${flags[@]}" >"$dir/a.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1200); do   # at most 60 s
+        [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] ||
+        { echo "error: no checkpoint of step 8 within 60 s"; tail -n 5 "$dir/a.log"; kill $pid; exit 1; }
+    holder=$(awk '$1 == "node2" { print $3 }' $C/nodes)
+    victims=$(ip netns pids dtc-node2 | grep -vx "$holder" || true)
+    [ -n "$victims" ] || { echo "error: no process of the job on node2"; exit 1; }
+    kill -9 $victims
+    t0=$(date +%s%N)
+    wait $pid && { echo "error: the job ended with status 0 after node2 was killed"; exit 1; }
+    echo "the job ended $((($(date +%s%N) - t0) / 1000000)) ms after node2's processes were killed"
+    grep -q 'node2' "$dir/a.log" || { echo "error: the job's last words do not name node2"; tail -n 15 "$dir/a.log"; exit 1; }
+    grep -m3 'node2' "$dir/a.log"
+    [ ! -e "$dir/ckpt/step_00000040" ] || { echo "error: the run finished before node2 was killed"; exit 1; }
+    echo "checkpoints left: $(ls "$dir/ckpt" | tr '\n' ' ')"
+    cluster_run "$dir/b.log" ./03_ddp/ddp "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume' "$dir/b.log"
+    $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
 *)
     echo "error: unknown case '$1'" >&2; exit 2 ;;
