@@ -239,5 +239,5 @@ down) down; echo "cluster: down" ;;
 status) status ;;
 tcp) shift; tcp "$@" ;;
 -h|--help|help) usage ;;
-*) usage >&2; exit 2 ;;
+*) fail "unknown command '${1:-}' (up, down, status, tcp; see --help)" ;;
 esac
