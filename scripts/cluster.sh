@@ -18,6 +18,10 @@
 #        scripts/cluster.sh down      remove everything `up` made (safe to repeat)
 #        scripts/cluster.sh status    the nodes, their links and byte counters
 #        scripts/cluster.sh tcp A B [SECONDS]   TCP throughput from node A to node B
+# --gbps is the link's rate in Gbit/s, as network links are quoted (default 1;
+# the link model's --inter-gbps is in GB/s: 1 Gbit/s = 0.125 GB/s); a node runs
+# --ranks-per-node ranks (default 2; the hostfile's slots). --qdisc, --burst
+# and --queue: how the rate is kept (default tbf, a 4 ms bucket, a 32 ms queue).
 # Needs root and the `ip`, `tc`, `unshare` and `nsenter` commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
