@@ -8,6 +8,9 @@
 #                   assignments' code left out (ASSIGNMENTS.md)
 #   make grade NAME="02-ring ..."  run their graded tests, print the score
 #   make deps       install the Debian packages the suite needs (if missing)
+#   make cluster-up [NODES=2 GBPS=1 RANKS=2]  nodes on this machine (network
+#                   namespaces, TCP between them; scripts/cluster.sh, as root)
+#   make cluster-down  remove them
 #   make clean
 # Knobs: CUDA=0 leaves the CUDA backend out (default: built when nvcc is
 # found on the PATH or in CUDA_HOME); CUDA_ARCH="80 90" picks GPU targets;
@@ -119,6 +122,15 @@ plots:
 reference-charts:
 	@bash scripts/reference_charts.sh
 
+NODES ?= 2
+GBPS ?= 1
+RANKS ?= 2
+cluster-up:
+	@bash scripts/cluster.sh up $(NODES) --gbps $(GBPS) --ranks-per-node $(RANKS)
+
+cluster-down:
+	@bash scripts/cluster.sh down
+
 assignment:
 	@bash scripts/assignment.sh $(if $(DIR),--dir $(DIR)) $(NAME)
 
@@ -128,5 +140,5 @@ grade:
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
-.PHONY: all deps test demo plots reference-charts assignment grade clean
+.PHONY: all deps test demo plots reference-charts cluster-up cluster-down assignment grade clean
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# test_cluster.sh: the chapters across real nodes (listed in tests/cluster.tests).
+# 2 nodes of scripts/cluster.sh with 2 ranks each; every run is compared
+# with the same 4 ranks on one node, bit for bit. Usage:
+#   test_cluster.sh missing        prints what this machine lacks for the nodes (exit 1), or nothing
+#   test_cluster.sh up             brings the 2 nodes up: own hostnames, own /dev/shm, one launch
+#   test_cluster.sh down           takes them down: no namespace, process or file left
+#   test_cluster.sh allreduce FLAGS...     02_allreduce's rows and their checks, both ways
+#   test_cluster.sh same PROG FLAGS...     a trainer's losses and weights, both ways
+#   test_cluster.sh node-kill      node2's processes killed mid-run: the job ends by itself, resumes bit for bit
+# A case run while no cluster is up brings one up for itself and takes it
+# down after (a filtered run); in the whole file, `up` and `down` do it once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CMP=./build/tests/compare
+C=build/cluster
+dir=$(mktemp -d /tmp/cluster_test.XXXXXX)
+own=0
+cleanup() { rm -rf "$dir"; if [ $own = 1 ]; then bash scripts/cluster.sh down >/dev/null; fi; }
+trap cleanup EXIT
+
+up() { bash scripts/cluster.sh down >/dev/null && bash scripts/cluster.sh up 2 --ranks-per-node 2 --gbps 1; }
+need_cluster() { [ -e $C/nodes ] || { own=1; up >/dev/null; }; }
+
+# the bytes node1 has sent through its network interface
+node1_tx() { ip -n dtc-node1 -s link show eth0 | awk '/TX:/ { getline; print $1 }'; }
+
+local_run() {  # LOG PROG FLAGS...: 4 ranks on this machine, shared memory between them
+    local log=$1; shift
+    mpirun -np 4 "$@" >"$log" 2>&1 || { echo "run failed: mpirun -np 4 $*"; tail -n 20 "$log"; exit 1; }
+}
+cluster_run() {  # LOG PROG FLAGS...: 2 ranks on each of 2 nodes, TCP between the nodes
+    local log=$1; shift
+    local tx0; tx0=$(node1_tx)
+    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
+        -np 4 "$@" >"$log" 2>&1 || { echo "run failed on the cluster: mpirun -np 4 $*"; tail -n 20 "$log"; exit 1; }
+    local sent=$(($(node1_tx) - tx0))
+    echo "node1 sent $sent bytes to node2 through its link"
+    [ "$sent" -gt 10000 ] || { echo "error: the run never crossed between the nodes"; exit 1; }
+}
+
+case "$1" in
+missing)
+    [ "$(id -u)" = 0 ] || { echo "root"; exit 1; }
+    for c in ip tc unshare nsenter; do command -v $c >/dev/null || { echo "the '$c' command"; exit 1; }; done
+    ip netns add dtc-probe 2>/dev/null || { echo "network namespaces (ip netns add failed)"; exit 1; }
+    ip netns del dtc-probe
+    ;;
+up)
+    up
+    # each rank says its host, whether it sees node1's /dev/shm file, and the hostfile's order
+    ip netns exec dtc-node1 true   # the namespaces exist
+    $C/agent node1 "touch /dev/shm/cluster_test_mark"
+    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp -np 4 \
+        sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname) $(ls /dev/shm/cluster_test_mark 2>/dev/null | wc -l)"' \
+        | sort -n | tee "$dir/ranks"
+    printf '0 node1 1\n1 node1 1\n2 node2 0\n3 node2 0\n' | diff - "$dir/ranks" ||
+        { echo "error: expected ranks 0-1 on node1 (seeing its /dev/shm file), 2-3 on node2 (not seeing it)"; exit 1; }
+    [ ! -e /dev/shm/cluster_test_mark ] || { echo "error: node1's /dev/shm is this machine's"; exit 1; }
+    ;;
+down)
+    holders=$(awk '{ print $3 }' $C/nodes 2>/dev/null || true)
+    bash scripts/cluster.sh down
+    bash scripts/cluster.sh down   # twice is safe
+    for p in $holders; do
+        ! kill -0 "$p" 2>/dev/null || { echo "error: process $p, which held a node, still runs"; exit 1; }
+    done
+    left=$(ip netns list | grep -c '^dtc-' || true)
+    [ "$left" = 0 ] || { echo "error: $left namespaces left: $(ip netns list)"; exit 1; }
+    [ ! -e $C ] || { echo "error: $C left behind"; exit 1; }
+    echo "no namespace, no holder process and no $C left"
+    ;;
+allreduce)  # FLAGS...: every row of both runs exact (the program checks every element), the same rows
+    shift; need_cluster
+    local_run "$dir/a.log" ./02_allreduce/allreduce "$@" --csv "$dir/a.csv"
+    cluster_run "$dir/b.log" ./02_allreduce/allreduce "$@" --csv "$dir/b.csv"
+    # op, algo, ranks, size, count, dtype and wrong elements: all but the times
+    for x in a b; do cut -d, -f1-6,13 "$dir/$x.csv" >"$dir/$x.rows"; done
+    diff "$dir/a.rows" "$dir/b.rows" || { echo "error: the rows differ (op,algo,ranks,size,count,dtype,wrong)"; exit 1; }
+    awk -F, 'NR > 1 && $13 != 0 { bad++ } END { print NR - 1 " rows on both, every element exact"; exit bad > 0 }' "$dir/b.csv"
+    ;;
+same)  # PROG FLAGS...: 4 ranks on one node against 2 x 2 across the nodes, bit for bit
+    prog=$2; shift 2; need_cluster
+    local_run "$dir/a.log" "$prog" "$@" --save-final "$dir/a.bin"
+    cluster_run "$dir/b.log" "$prog" "$@" --save-final "$dir/b.bin"
+    grep '^step' "$dir/b.log" | tail -n 1
+    $CMP "$dir/b.bin" "$dir/a.bin" --exact
+    ;;
+node-kill)  # every process of node2 (its Open MPI daemon and ranks 2-3) killed once the
+    # checkpoint of step 8 exists: the job ends by itself (no rank left waiting); resumed
+    # on the 2 nodes, the run ends bit for bit as one that was never interrupted
+    need_cluster
+    base=(--device "${DEV:-cpu}" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
+          --batch 12 --lr 3e-3 --steps 40 --timeout-s 20)
+    flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
+    cluster_run "$dir/ref.log" ./03_ddp/ddp "${base[@]}" --save-final "$dir/ref.bin"
+    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
+        -np 4 ./03_ddp/ddp "${flags[@]}" >"$dir/a.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1200); do   # at most 60 s
+        [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] ||
+        { echo "error: no checkpoint of step 8 within 60 s"; tail -n 5 "$dir/a.log"; kill $pid; exit 1; }
+    holder=$(awk '$1 == "node2" { print $3 }' $C/nodes)
+    victims=$(ip netns pids dtc-node2 | grep -vx "$holder" || true)
+    [ -n "$victims" ] || { echo "error: no process of the job on node2"; exit 1; }
+    kill -9 $victims
+    t0=$(date +%s%N)
+    wait $pid && { echo "error: the job ended with status 0 after node2 was killed"; exit 1; }
+    echo "the job ended $((($(date +%s%N) - t0) / 1000000)) ms after node2's processes were killed"
+    # what mpirun says: in most runs the lost daemon's node, in some only that a daemon failed
+    grep -E -m2 'node2|10\.77\.0\.2[^0-9]|daemon' "$dir/a.log" || true
+    [ ! -e "$dir/ckpt/step_00000040" ] || { echo "error: the run finished before node2 was killed"; exit 1; }
+    echo "checkpoints left: $(ls "$dir/ckpt" | tr '\n' ' ')"
+    cluster_run "$dir/b.log" ./03_ddp/ddp "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume' "$dir/b.log"
+    $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
+*)
+    echo "error: unknown case '$1'" >&2; exit 2 ;;
+esac
