@@ -16,3 +16,8 @@ set style line 7 lc rgb "#e377c2" lw 2 pt 1 ps 1.0
 set style line 8 lc rgb "#17becf" lw 2 pt 2 ps 1.0
 set style line 9 lc rgb "#7f7f7f" lw 2 pt 4 ps 1.0
 set style increment user
+# The subtitle: where the chart's numbers come from (cores, ranks, threads,
+# CPU, load; scripts/provenance.awk writes it from the CSV's provenance
+# columns, scripts/plots.sh passes it as `prov`), at the foot of the chart.
+if (exists("prov") && prov ne "") \
+    set label 999 prov at screen 0.995, screen 0.988 right font ",8" noenhanced tc rgb "#555555" front
