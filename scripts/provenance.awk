@@ -36,7 +36,8 @@ NR == 1 {
         else print
         next
     }
-    if (src != "measured") { other[src] = 1; next }
+    # a source that is a citation (gpu_peaks: each GPU's data sheet) rather than a word
+    if (src != "measured") { other[src ~ / / ? "published figures" : src] = 1; next }
     n++
     cpu = $(col["cpu"]); cpus[cpu] = 1; ncores[cores] = 1
     if (!(ranks in rk)) { rk[ranks] = 1; rmin = (rmin == "" || ranks < rmin) ? ranks : rmin; rmax = ranks > rmax ? ranks : rmax }
