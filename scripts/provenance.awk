@@ -62,7 +62,7 @@ END {
     if (mode == "drawn") {
         if (dropped)
             printf "%s: %d measured row%s not drawn: %d rank%s x %d thread%s > %d cores (the run shared cores, "\
-                   "so its time measures the sharing); the replay draws these points\n", FILENAME, dropped,
+                   "so its time measures the sharing); left to the replay and the cluster model\n", FILENAME, dropped,
                    dropped == 1 ? "" : "s", wr, wr == 1 ? "" : "s", wt, wt == 1 ? "" : "s", wc > "/dev/stderr"
         exit 0
     }
