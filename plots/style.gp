@@ -23,4 +23,4 @@ set style increment user
 # provenance.awk itself.
 if (!exists("prov")) prov = system(sprintf("awk -v mode=subtitle -f scripts/provenance.awk '%s'", csv))
 if (prov ne "") \
-    set label 999 prov at screen 0.995, screen 0.988 right font ",8" noenhanced tc rgb "#555555" front
+    set label 999 prov at screen 0.995, screen 0.991 right font ",7" noenhanced tc rgb "#555555" front
