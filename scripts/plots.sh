@@ -7,9 +7,10 @@
 # Each chart's subtitle says where its numbers come from (cores, ranks,
 # threads, CPU, load: the provenance columns of its CSV, scripts/provenance.awk).
 # A chart that draws a wall-clock time (every .gp but those marked
-# "# untimed") leaves out the measured rows whose run had more ranks x threads
-# than cores, and says so in one line: such a time measures the sharing of
-# cores, not the technique; those points are left to the replay.
+# "# untimed": losses, bytes, memory, thread CPU time) leaves out the measured
+# rows whose run had more ranks x threads than cores, and says so in one
+# line: such a time measures the sharing of cores, not the technique; those
+# points are left to the replay.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v gnuplot >/dev/null || bash scripts/install-deps.sh
