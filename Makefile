@@ -2,8 +2,12 @@
 #   make            build every chapter program in place (01_matmul_hfu/hfu, ...)
 #   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU)
 #   make demo       the main job on this machine, then its charts
-#   make plots      redraw every chart from the CSV files present
-#   make reference-charts  copy plots/ over the charts the READMEs show (NN_*/figures/)
+#   make plots      redraw every chart from the CSV files present (plots/data -> plots/)
+#   make figures    redraw the charts the READMEs show from the CSVs committed beside
+#                   them (NN_*/figures/data/NAME.csv -> NN_*/figures/NAME.png)
+#   make tables     regenerate the READMEs' tables of measured numbers from those CSVs
+#   make reference-charts  measure again (make demo), refuse data taken on a busy
+#                   machine, then ship the CSVs beside the figures and redraw them
 #   make assignment NAME="02-ring ..." [DIR=...]  a student copy with those
 #                   assignments' code left out (ASSIGNMENTS.md)
 #   make grade NAME="02-ring ..."  run their graded tests, print the score
@@ -119,7 +123,14 @@ demo: deps
 plots:
 	@bash scripts/plots.sh
 
-reference-charts:
+figures:
+	@bash scripts/plots.sh --figures
+
+tables:
+	@bash scripts/tables.sh
+
+reference-charts: deps
+	@$(MAKE) --no-print-directory all
 	@bash scripts/reference_charts.sh
 
 NODES ?= 2
@@ -140,5 +151,5 @@ grade:
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
-.PHONY: all deps test demo plots reference-charts cluster-up cluster-down assignment grade clean
+.PHONY: all deps test demo plots figures tables reference-charts cluster-up cluster-down assignment grade clean
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -240,9 +240,10 @@ static void list_peaks(FILE *csv) {
             char src[512];
             snprintf(src, sizeof src, "%s", g->source);
             for (char *c = src; *c; c++) if (*c == ',') *c = ';';
-            fprintf(csv, "%s,%d,%d,%g,%g,%g,%g,%g,%d,%s\n", g->label, g->year, g->flagship,
+            fprintf(csv, "%s,%d,%d,%g,%g,%g,%g,%g,%d,%s", g->label, g->year, g->flagship,
                     g->tflops[PREC_FP32], g->tflops[PREC_TF32], g->fp16_tflops, g->tflops[PREC_BF16],
                     g->tflops[PREC_FP8], g->tensor_cores, src);
+            csv_end_row(csv, NULL);   /* its source column: the data sheet */
         }
     }
     say("\nsources:\n");
@@ -328,8 +329,9 @@ static int sweep(const device_t *d, const long *sizes, int nsizes, int want[NVAR
                 fprintf(csv, "%s,%s,%s,%d,%d,%d,%.6g,%.6g,%.6g,", V->name,
                         d->kind == DEV_CUDA ? "cuda" : "cpu", precision_name[V->prec], n, n, n, ms,
                         flops / 1e12, peak / 1e12);
-                if (peak > 0) fprintf(csv, "%.6g\n", 100.0 * hfu);
-                else fprintf(csv, "nan\n");
+                if (peak > 0) fprintf(csv, "%.6g", 100.0 * hfu);
+                else fprintf(csv, "nan");
+                csv_end_row(csv, "measured");
                 out_flush(csv, csv_path);
             }
             if (v == OPENBLAS_SGEMM || v == CUBLAS_FP32) fp32_lib_ms = ms;

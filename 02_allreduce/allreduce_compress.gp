@@ -6,6 +6,8 @@
 #   gnuplot -e "csv='plots/data/allreduce_compress.csv'; out='plots/allreduce_compress.png'" 02_allreduce/allreduce_compress.gp
 # Columns: compress,ranks,bytes,count,sent_bytes,formula_bytes,time_us,
 #   algbw_gbs,busbw_gbs,err_one,err_mean_no_ef,err_mean_ef
+# untimed: it draws no wall-clock time (losses, bytes, memory), so runs with
+# more ranks x threads than cores are drawn too (scripts/plots.sh).
 load 'plots/style.gp'
 specs = "none int8 sign topk:0.01 powersgd:4"
 rows(s) = sprintf("< awk -F, 'NR > 1 && $1 == \"%s\"' '%s'", s, csv)

@@ -111,9 +111,11 @@ int compressed_sweep(comm_t *cm, const char *list, const size_t *counts, int nsi
             double ratio = N > 1 ? compress_sent_bytes(&(compress_spec_t){0}, n, NULL, 0, N) / sent : 0;
             say("  %11zu %10zu %12s %12.0f %12.0f %6.1f %9.1f %8.3f %8.3f %10.3g %10.3g %10.3g\n", 4 * n, n,
                 name, sent, formula, ratio, us, algbw, busbw, err_one, err_no, err_ef);
-            if (csv)
-                fprintf(csv, "%s,%d,%zu,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", name, N, 4 * n, n, sent,
+            if (csv) {
+                fprintf(csv, "%s,%d,%zu,%zu,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", name, N, 4 * n, n, sent,
                         formula, us, algbw, busbw, err_one, err_no, err_ef);
+                csv_end_row(csv, "measured");
+            }
         }
         if (csv) out_flush(csv, csv_path);
         free(in); free(g); free(x); free(exact); free(mean);

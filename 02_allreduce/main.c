@@ -386,10 +386,12 @@ static int sweep_algo(harness_t *h, const options_t *o, const dist_t *d, const a
 
 static void csv_rows(FILE *csv, const char *path, const char *op, const char *label, int world,
                      dtype_t dt, const row_t *rows, int n) {
-    for (int i = 0; i < n; i++)
-        fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld\n", op, label, world,
+    for (int i = 0; i < n; i++) {
+        fprintf(csv, "%s,%s,%d,%zu,%zu,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%lld", op, label, world,
                 rows[i].bytes, rows[i].count, dtype_name(dt), rows[i].time_us, rows[i].time_min,
                 rows[i].time_max, rows[i].algbw, rows[i].busbw, rows[i].model_us, rows[i].wrong);
+        csv_end_row(csv, "measured");
+    }
     out_flush(csv, path);
 }
 

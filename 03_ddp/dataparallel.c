@@ -269,6 +269,7 @@ int main(int argc, char **argv) {
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
     dp_init(&dp, &tr, replicas);
     tr.peak *= replicas;   /* MFU against every replica's threads, as DDP's N ranks */
+    csv_set_threads(replicas * tr.dev.threads);   /* one rank: every replica's threads */
     say("dataparallel: %d replica%s x %d sequences, %d thread%s each; device 0 moves %.2f MB of weights, "
         "%.2f MB of logits and %.2f MB of gradients per step; MFU against %d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp.b,
         tr.dev.threads, tr.dev.threads == 1 ? "" : "s",

@@ -4,6 +4,8 @@
 # The key gives each run's bytes per rank per step (the formula's count).
 #   gnuplot -e "csv='plots/data/ddp_compress.csv'; out='plots/ddp_compress.png'" 03_ddp/ddp_compress.gp
 # Columns: compress,ef,formula_bytes, then the trainer's: step,loss,...
+# untimed: it draws no wall-clock time (losses, bytes, memory), so runs with
+# more ranks x threads than cores are drawn too (scripts/plots.sh).
 load 'plots/style.gp'
 specs = "none int8 sign topk:0.01 powersgd:4"
 rows(s, e) = sprintf("< awk -F, 'NR > 1 && $1 == \"%s\" && $2 == \"%s\"' '%s'", s, e, csv)

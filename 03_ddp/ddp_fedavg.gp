@@ -6,6 +6,8 @@
 #   gnuplot -e "csv='plots/data/ddp_fedavg.csv'; out='plots/ddp_fedavg.png'" 03_ddp/ddp_fedavg.gp
 # Columns: round,clients,fraction,local_epochs,deadline,alpha,selected,dropped,
 #          train_loss,eval_loss,mb_per_round,ddp_mb_per_step
+# untimed: it draws no wall-clock time (losses, bytes, memory), so runs with
+# more ranks x threads than cores are drawn too (scripts/plots.sh).
 load 'plots/style.gp'
 set terminal pngcairo size 1200,560 enhanced font "DejaVu Sans,11"
 set output out

@@ -6,6 +6,8 @@
 # SGD before its first average) have no place on the log axis.
 #   gnuplot -e "csv='plots/data/ddp_local.csv'; out='plots/ddp_local.png'" 03_ddp/ddp_local.gp
 # Columns: variant,local_steps,step,loss,sent_mb,total_mb
+# untimed: it draws no wall-clock time (losses, bytes, memory), so runs with
+# more ranks x threads than cores are drawn too (scripts/plots.sh).
 load 'plots/style.gp'
 set terminal pngcairo size 1200,560 enhanced font "DejaVu Sans,11"
 set output out

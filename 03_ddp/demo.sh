@@ -7,16 +7,17 @@ step ./03_ddp/ddp --device cpu --csv plots/data/ddp_loss.csv
 step bash 03_ddp/sweep_scaling.sh plots/data/ddp_scaling.csv --device cpu
 step bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
 # DataParallel (one process, a thread per replica) against DDP at the same
-# global batch, 1, 2 and 4 replicas or ranks: one short run each.
-step env REPEATS=1 STEPS=4 bash 03_ddp/sweep_dataparallel.sh plots/data/dataparallel.csv --device cpu --seq 32
-# Local SGD at H = 1, 4 and 16 and DiLoCo beside DDP, on a small model, 96
-# steps (the README's chart: 320).
-step env STEPS=96 bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
+# global batch, 1, 2 and 4 replicas or ranks, each point 3 times: the
+# README's chart and table are this run's.
+step bash 03_ddp/sweep_dataparallel.sh plots/data/dataparallel.csv --device cpu
+# Local SGD at H = 1, 4 and 16 and DiLoCo beside DDP, on a small model, 320
+# steps: the README's chart and table are this run's.
+step bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
 # The parameter server: BSP, ASP and SSP:2 without and with a straggler (6
 # short runs of 4 ranks, one row per update; the chart paramserver.png).
 step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
 # Federated averaging: C 0.1, 0.5, 1 at E 1, E 4, and E 4 under two
-# deadlines, 32 clients, 8 rounds (the README's chart: 30).
-step env ROUNDS=8 bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu
+# deadlines, 32 clients, 30 rounds: the README's chart is this run's.
+step bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu
 # Compressed gradients on a slow simulated link, a short version (15 steps).
 step env STEPS=15 bash 03_ddp/sweep_compress.sh plots/data/ddp_compress.csv --device cpu

@@ -259,8 +259,9 @@ int main(int argc, char **argv) {
         say("round %5ld/%d | selected %d | dropped %d | train loss %.4f | eval loss %.4f | lr %.2e | %.4f MB\n",
             r, tr.o.steps, m, dropped, train, ev, lr, mb);
         if (csv) {
-            fprintf(csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f\n", r, K, f.fraction, f.epochs,
+            fprintf(csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f", r, K, f.fraction, f.epochs,
                     f.deadline, f.alpha, m, dropped, train, ev, mb, ddp_mb);
+            csv_end_row(csv, "measured");
             out_flush(csv, f.fed_csv);
         }
         tr.run_steps[tr.nrun] = r;

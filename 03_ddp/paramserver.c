@@ -237,8 +237,9 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
     tr->run_losses[tr->nrun] = loss;
     tr->run_norms[tr->nrun++] = norm;
     if (sv->csv) {
-        fprintf(sv->csv, "%s,%d,%s,%ld,%ld,%.6f,%.6f,%.0f,%.6g,%.6g\n", p->sync, W,
+        fprintf(sv->csv, "%s,%d,%s,%ld,%ld,%.6f,%.6f,%.0f,%.6g,%.6g", p->sync, W,
                 p->straggler ? p->straggler : "none", sv->version, clock, t, loss, stale_max, lr, norm);
+        csv_end_row(sv->csv, "measured");
         out_flush(sv->csv, p->csv);
     }
 }

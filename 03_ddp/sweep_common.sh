@@ -4,7 +4,8 @@
 # summary of the repeats.
 #   sweep_begin CSV   out=CSV, runs=CSV's *_runs.csv (one row per run); both emptied
 #   sweep_end KEYS    per configuration (the KEYS columns), the median run with
-#                     the fastest and slowest step and this machine's cores, into out
+#                     the fastest and slowest step, then the provenance columns
+#                     (this machine's cores first), into out
 export OMPI_MCA_rmaps_base_oversubscribe=1
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 sweep_begin() {
@@ -14,5 +15,5 @@ sweep_begin() {
     rm -f "$out" "$runs"
 }
 sweep_end() {
-    awk -v keys="$1" -v by=step_ms -v extra="cores=$(nproc)" -f scripts/repeats.awk "$runs" > "$out"
+    awk -v keys="$1" -v by=step_ms -f scripts/repeats.awk "$runs" > "$out"
 }

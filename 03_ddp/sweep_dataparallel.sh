@@ -41,12 +41,16 @@ awk -F, -v OFS=, 'NR == FNR { if (FNR == 1) for (i = 1; i <= NF; i++) d[$i] = i
                              else { step[$d["ranks"]] = $d["step_ms"]; lo[$d["ranks"]] = $d["step_ms_min"]
                                     hi[$d["ranks"]] = $d["step_ms_max"]; comm[$d["ranks"]] = $d["exposed_comm_ms"] }
                              next }
-    FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
+    # c: the first column of a name (threads: the bench row per replica, not the provenance total)
+    FNR == 1 { for (i = NF; i >= 1; i--) c[$i] = i
                print "n,tokens,threads,ddp_step_ms,ddp_min,ddp_max,ddp_exposed_comm_ms,dp_step_ms,dp_min,dp_max," \
-                     "dp_forward_ms,dp_backward_ms,dp_serial_ms,dp_optimizer_ms"; next }
+                     "dp_forward_ms,dp_backward_ms,dp_serial_ms,dp_optimizer_ms," prov_header(); next }
     { n = $c["replicas"]
       print n, $c["tokens"], $c["threads"], step[n], lo[n], hi[n], comm[n], $c["step_ms"], $c["step_ms_min"],
-            $c["step_ms_max"], $c["forward_ms"], $c["backward_ms"], $c["serial_ms"], $c["optimizer_ms"] }' \
+            $c["step_ms_max"], $c["forward_ms"], $c["backward_ms"], $c["serial_ms"], $c["optimizer_ms"] prov_row() }
+    # the provenance of the DataParallel run (1 rank x N threads: the cores of DDP on N ranks)
+    function prov_header(   i, s) { s = $c["cores"]; for (i = c["cores"] + 1; i <= NF; i++) s = s "," $i; return s }
+    function prov_row(   i, s) { s = ""; for (i = c["cores"]; i <= NF; i++) s = s "," $i; return s }' \
     "$med" - > "$out"
 # The README's table.
 awk -F, 'NR == 1 { printf "%4s %14s %14s %18s %18s %10s\n", "N", "DDP step (ms)", "DP step (ms)", "DDP exposed comm", "DP device 0 serial", "DP / DDP"; next }

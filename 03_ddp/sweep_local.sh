@@ -6,7 +6,8 @@
 # paper's), all AdamW, on the same model, data and global batch, and writes
 # every step of every run to CSV (default plots/data/ddp_local.csv), the data
 # of 03_ddp/ddp_local.gp:
-#   variant,local_steps,step,loss,sent_mb,total_mb
+#   variant,local_steps,step,loss,sent_mb,total_mb, then each run's provenance
+#   columns (common/perf.h)
 # loss is the mean over the ranks of each rank's own loss on its own share of
 # the batch, with its own weights (the same weights on every rank for DDP,
 # and for local SGD at the first step after an average); sent_mb the MB (1e6)
@@ -25,14 +26,16 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d /tmp/sweep_local.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 model=(--dim 96 --heads 4 --kv-heads 2 --layers 2 --seq 64 --batch 16 --threads 1 --steps "${STEPS:-320}")
-echo "variant,local_steps,step,loss,sent_mb,total_mb" > "$out"
+source scripts/provenance.sh
+echo "variant,local_steps,step,loss,sent_mb,total_mb,$PROV_HEADER" > "$out"
 one() {  # VARIANT H FLAGS...: one run, its rows appended to out
     local v=$1 h=$2; shift 2
     mpirun -np "$np" ./03_ddp/ddp "${model[@]}" --csv "$tmp/$v$h.csv" "$@" "${extra[@]}" > "$tmp/$v$h.log"
     printf '%-7s H %-3s | %s\n' "$v" "$h" "$(grep '^local:.*measured\|^ddp: *[0-9]* buckets* per step' "$tmp/$v$h.log")"
     awk -F, -v v="$v" -v h="$h" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { total += $c["sent_mb"]
-          printf "%s,%d,%d,%.6f,%.4f,%.4f\n", v, h, $c["step"], $c["loss"], $c["sent_mb"], total }' \
+          prov = ""; for (i = c["cores"]; i <= NF; i++) prov = prov "," $i
+          printf "%s,%d,%d,%.6f,%.4f,%.4f%s\n", v, h, $c["step"], $c["loss"], $c["sent_mb"], total, prov }' \
         "$tmp/$v$h.csv" >> "$out"
 }
 extra=("$@")

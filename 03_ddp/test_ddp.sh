@@ -193,6 +193,13 @@ repeats)  # repeats.awk on made-up runs: 3 repeats of "1,on", 2 of "1,off", 1 of
 1,off,40,35,2,40,50,2
 2,on,7,5,1,7,7,2'
     [ "$(cat "$dir/sum.csv")" = "$want" ] || { echo "error: expected"; echo "$want"; exit 1; }
+    # the provenance columns (from cores on, common/perf.h) stay last, each the median run's own
+    printf '%s\n' bucket_mb,step_ms,cores,ranks,load_after,source 1,30,2,1,3.5,measured 1,10,2,1,1.5,measured \
+        1,20,2,1,2.5,measured > "$dir/prov.csv"
+    awk -v keys=bucket_mb -v by=step_ms -f scripts/repeats.awk "$dir/prov.csv" | tee "$dir/psum.csv"
+    want='bucket_mb,step_ms,runs,step_ms_min,step_ms_max,cores,ranks,load_after,source
+1,20,3,10,30,2,1,2.5,measured'
+    [ "$(cat "$dir/psum.csv")" = "$want" ] || { echo "error: expected"; echo "$want"; exit 1; }
     ;;
 local-equiv)  # NP: local SGD with H = 1 and plain SGD against DDP's gradient averaging on NP ranks
     # (a large lr, so that the weights move well beyond rounding in 6 steps)

@@ -9,6 +9,8 @@
 # The points are the params + grads + optim kinds (communication buffers and
 # activations apart); ZeRO-2/3's sit above their lines by the buffers of the
 # units in flight (gradients; ZeRO-3 also gathered weights).
+# untimed: it draws no wall-clock time (losses, bytes, memory), so runs with
+# more ranks x threads than cores are drawn too (scripts/plots.sh).
 load 'plots/style.gp'
 
 stats csv using 8 skip 1 nooutput name "P"

@@ -25,7 +25,8 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp /tmp/hsdp_sweep.XXXXXX)
 trap 'rm -f "$tmp"' EXIT
 rm -f "$tmp"
-echo "shard,link,inter_gbps,inter_us,step_ms,base_ms,link_pred_ms,pred_ms,cross_mb,cross_pred_mb,sent_mb" > "$out"
+source scripts/provenance.sh
+echo "shard,link,inter_gbps,inter_us,step_ms,base_ms,link_pred_ms,pred_ms,cross_mb,cross_pred_mb,sent_mb,$PROV_HEADER" > "$out"
 for K in 1 2 4; do
     for link in none fast slow; do
         flags=(--dim 128 --heads 4 --kv-heads 4 --layers 8 --vocab 256 --seq 32 --batch 4 --steps ${STEPS:-16}
@@ -39,9 +40,11 @@ for K in 1 2 4; do
     done
 done
 # rows of $tmp: shard,replicas,ranks,node_size,inter_gbps,inter_us,zero,dtype,step_ms,exposed_ms,
-# cross_mb,cross_pred_mb,link_pred_ms,sent_mb,mem_mb; three per K: none, fast, slow
-awk -F, 'NR > 1 { n++; link = (n - 1) % 3; if (link == 0) base = $9
+# cross_mb,cross_pred_mb,link_pred_ms,sent_mb,mem_mb, the provenance; three per K: none, fast, slow
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { n++; link = (n - 1) % 3; if (link == 0) base = $9
     name = link == 0 ? "none" : link == 1 ? "fast" : "slow"
-    printf "%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s\n", $1, name, $5, $6, $9, base, $13, base + $13, $11, $12, $14 }' \
+    prov = ""; for (i = c["cores"]; i <= NF; i++) prov = prov "," $i
+    printf "%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s%s\n", $1, name, $5, $6, $9, base, $13, base + $13, $11, $12, $14, prov }' \
     "$tmp" >> "$out"
 echo "wrote $out"

@@ -37,6 +37,7 @@ shift || true
 np=${NP:-2}; steps=${STEPS:-100}; mtbf=${MTBF:-4}; seed=${SEED:-2}
 intervals=${INTERVALS:-"1 4 16"}; modes=${MODES:-"sync async"}
 P=./06_checkpointing/ckpt
+source scripts/provenance.sh   # the provenance columns of the rows written here
 model=(--dim 128 --layers 4 --heads 4 --kv-heads 2 --seq 32 --batch 8 --threads 1 --steps "$steps" "$@")
 tmp=$(mktemp -d /tmp/goodput.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -83,8 +84,12 @@ done
 for k in $intervals; do
     for mode in $modes; do
         d=$tmp/run_${mode}_$k
+        prov_begin
         r=$(sup "$d" --ckpt-every "$k" $(mode_flags "$mode") --fail-every-s "$mtbf" --fail-seed "$seed")
+        prov_cols "$np" 1 measured >> "$tmp/prov.txt"; echo >> "$tmp/prov.txt"
         wall=$(field wall_s "$r"); fails=$(field failures "$r"); comp=$(field computed "$r")
+        # a point that met no failure says nothing about the interval against failures
+        [ "${fails:-0}" -gt 0 ] || { echo "error: $mode every $k steps met no failure in $wall s (MTBF $mtbf s): raise STEPS or lower MTBF" >&2; exit 1; }
         st=$(steps_of "$d")
         # the mean time between failures this run saw: failure times plus the last attempt's exposure
         seen=$(cat "$d"/attempt_*.log | sed -n 's/.* killed \([0-9.]*\) s after its start (injected)/\1/p' |
@@ -104,28 +109,31 @@ restart=$(awk '{ s += $1; n++ } END { printf "%.4g", s / n }' "$tmp/restart.txt"
 printf 'restart cost R = %.2f s per attempt (mean over %d attempts)\n' "$restart" "$(wc -l < "$tmp/restart.txt")"
 
 # 5. Daly's model
-echo "kind,mode,interval_steps,interval_s,wall_s,failures,steps_computed,goodput,model_goodput,mtbf_s,ckpt_s,restart_s,step_s" > "$out"
+echo "kind,mode,interval_steps,interval_s,wall_s,failures,steps_computed,goodput,model_goodput,mtbf_s,ckpt_s,restart_s,step_s,$PROV_HEADER" > "$out"
 job() {  # WORK G: the whole job's goodput from Daly's share g: W / (R0 + W / g)
     awk -v r0="$r0" -v w="$1" -v g="$2" 'BEGIN { printf "%.5f", w / (r0 + w / g) }'
 }
 daly_g() {  # MODE TAU M: Daly's share of useful time (failure.h)
     "$P" --goodput-model "${delta[$1]},$3,$restart,$2" | cut -d, -f2
 }
-while read -r k mode wall fails comp seen st; do
+while read -r k mode wall fails comp seen st && IFS= read -r prov <&3; do
     tau=$(calc "$k * $st"); work=$(calc "$steps * $st")
     awk -v m="$mode" -v k="$k" -v t="$tau" -v w="$wall" -v f="$fails" -v c="$comp" -v g="$(calc "$work / $wall")" \
         -v mg="$(job "$work" "$(daly_g "$mode" "$tau" "$seen")")" -v M="$seen" -v d="${delta[$mode]}" -v R="$restart" -v s="$st" \
-        'BEGIN { printf "measured,%s,%d,%.5g,%.4f,%d,%d,%.5f,%s,%s,%.5g,%.5g,%.5g\n", m, k, t, w, f, c, g, mg, M, d, R, s }' >> "$out"
-done < "$tmp/runs.txt"
+        -v prov="$prov" \
+        'BEGIN { printf "measured,%s,%d,%.5g,%.4f,%d,%d,%.5f,%s,%s,%.5g,%.5g,%.5g%s\n", m, k, t, w, f, c, g, mg, M, d, R, s, prov }' >> "$out"
+done < "$tmp/runs.txt" 3< "$tmp/prov.txt"
 work=$(calc "$steps * $step_s")
+prov_begin
+modeled=$(prov_cols "$np" 1 modeled)
 for mode in $modes; do
     "$P" --goodput-model "${delta[$mode]},$mtbf,$restart" > "$tmp/model_$mode.txt"
     while IFS=, read -r tau g; do
-        echo "model,$mode,$(calc "$tau / $step_s"),$tau,,,,$(job "$work" "$g"),$(job "$work" "$g"),$mtbf,${delta[$mode]},$restart,$step_s"
+        echo "model,$mode,$(calc "$tau / $step_s"),$tau,,,,$(job "$work" "$g"),$(job "$work" "$g"),$mtbf,${delta[$mode]},$restart,$step_s$modeled"
     done < <(grep '^[0-9]' "$tmp/model_$mode.txt") >> "$out"
     read -r young daly < <(sed -n 's/^# young \([0-9.e+-]*\) s .* daly \([0-9.e+-]*\) s .*/\1 \2/p' "$tmp/model_$mode.txt")
-    echo "young,$mode,$(calc "$young / $step_s"),$young,,,,,,$mtbf,${delta[$mode]},$restart,$step_s" >> "$out"
-    echo "daly,$mode,$(calc "$daly / $step_s"),$daly,,,,,,$mtbf,${delta[$mode]},$restart,$step_s" >> "$out"
+    echo "young,$mode,$(calc "$young / $step_s"),$young,,,,,,$mtbf,${delta[$mode]},$restart,$step_s$modeled" >> "$out"
+    echo "daly,$mode,$(calc "$daly / $step_s"),$daly,,,,,,$mtbf,${delta[$mode]},$restart,$step_s$modeled" >> "$out"
     printf '%s: delta %.1f ms; the optimum interval: Young %.2f s (%.1f steps), Daly %.2f s\n' "$mode" \
         "$(calc "${delta[$mode]} * 1000")" "$young" "$(calc "$young / $step_s")" "$daly"
 done

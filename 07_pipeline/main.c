@@ -71,9 +71,10 @@ static void gantt_rows(FILE *f, const char *source, const pipe_schedule_t *s, do
         for (int i = 0; i < s->n[st]; i++) {
             const pipe_action_t *a = &s->a[st][i];
             if (pipe_is_msg(a->op)) continue;
-            fprintf(f, "%s,%s,%d,%d,%d,%d,%s,%d,%d,%.4f,%.4f\n", source, pipe_kind_name[s->kind], s->P, s->M,
+            fprintf(f, "%s,%s,%d,%d,%d,%d,%s,%d,%d,%.4f,%.4f", source, pipe_kind_name[s->kind], s->P, s->M,
                     s->V, st, a->op == PA_FWD ? "F" : a->op == PA_BWD ? "B" : "W", a->mb, a->chunk,
                     1e3 * t0[st][i], 1e3 * t1[st][i]);
+            csv_end_row(f, NULL);   /* its source column says measured or replayed */
         }
 }
 
@@ -146,7 +147,10 @@ static void summary(pipeline_t *p, train_t *tr) {
         say("           stage %d: busy %.3f + idle %.3f + other %.3f = step %.3f ms (idle %.1f%%)\n", st,
             1e3 * r.busy[st], 1e3 * r.idle[st], 1e3 * (r.span[st] - r.busy[st] - r.idle[st]), 1e3 * r.span[st],
             r.span[st] > 0 ? 100 * r.idle[st] / r.span[st] : 0.0);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f\n", kind, P, M / K, V, measured, formula, 1e3 * span);
+    if (bub) {
+        fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f", kind, P, M / K, V, measured, formula, 1e3 * span);
+        csv_end_row(bub, NULL);
+    }
     if (gan) gantt_rows(gan, "measured", s, r.t0, r.t1);
 
     /* the same lists on a clock: with this run's action times, then with its layer times */
@@ -158,14 +162,20 @@ static void summary(pipeline_t *p, train_t *tr) {
     pipe_replay_t rp;
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("         replayed with this run's action times: %.1f%% (step %.2f ms)", 100 * rp.bubble, 1e3 * rp.step);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f\n", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
+    if (bub) {
+        fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
+        csv_end_row(bub, NULL);
+    }
     pipe_replay_free(&rp);
     pipe_costs_from_layers(&r, P, V, f, b);
     if (p->e.split) split_costs(&r, P * V, b, w);
     c = (pipe_costs_t){f, b, msg, w};
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
-    if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
+    if (bub) {
+        fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
+        csv_end_row(bub, NULL);
+    }
     pipe_replay_free(&rp);
     if (p->e.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
         double tf = 0, tb = 0, tw = 0;
@@ -180,7 +190,10 @@ static void summary(pipeline_t *p, train_t *tr) {
         double f1 = pipe_bubble_formula(PIPE_1F1B, P, M, V);
         say("         1F1B replayed with the same action times (its backward = B + W): %.1f%% (step %.2f ms; "
             "formula (P-1)/(M+P-1) = %.1f%%)\n", 100 * rp.bubble, 1e3 * rp.step, 100 * f1);
-        if (bub) fprintf(bub, "1f1b,%d,%d,%d,replay_split_actions,%.5f,%.5f,%.3f\n", P, M, V, rp.bubble, f1, 1e3 * rp.step);
+        if (bub) {
+            fprintf(bub, "1f1b,%d,%d,%d,replay_split_actions,%.5f,%.5f,%.3f", P, M, V, rp.bubble, f1, 1e3 * rp.step);
+            csv_end_row(bub, NULL);
+        }
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
     }
@@ -207,7 +220,10 @@ static void summary(pipeline_t *p, train_t *tr) {
         double fq = pipe_bubble_formula(s->kind, Q, M, V);
         say("         replayed at %d stages (layer times): %.1f%% (formula %.1f%%), step %.2f ms\n", Q,
             100 * rp.bubble, 100 * fq, 1e3 * rp.step);
-        if (bub) fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f\n", kind, Q, M / K, V, rp.bubble, fq, 1e3 * rp.step);
+        if (bub) {
+            fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f", kind, Q, M / K, V, rp.bubble, fq, 1e3 * rp.step);
+            csv_end_row(bub, NULL);
+        }
         if (gan) gantt_rows(gan, "replayed", &q, rp.t0, rp.t1);
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
@@ -228,7 +244,10 @@ static void summary(pipeline_t *p, train_t *tr) {
                 r.held_bytes[st] / r.held[st] / 1e6, r.held_bytes[st] / 1e6);
         else
             say("           stage %d: %d (promised %d), %.4f MB\n", st, r.held[st], bound, r.held_bytes[st] / 1e6);
-        if (mem) fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f\n", kind, P, M / K, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
+        if (mem) {
+            fprintf(mem, "%s,%d,%d,%d,%d,%d,%d,%.4f", kind, P, M / K, V, st, r.held[st], bound, r.held_bytes[st] / 1e6);
+            csv_end_row(mem, "measured");
+        }
     }
     if (p->e.split) {   /* what W's deferral costs: every object keeps its linears' output gradients */
         say("         of which kept from B for W (each linear's output gradient, model_dout_bytes):\n");

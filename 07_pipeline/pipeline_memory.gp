@@ -5,6 +5,8 @@
 # one micro-batch. Rows come from runs with --memory-csv (07_pipeline/demo.sh).
 #   gnuplot -e "csv='plots/data/pipeline_memory.csv'; out='plots/pipeline_memory.png'" 07_pipeline/pipeline_memory.gp
 # Columns: schedule,stages,micro,virtual,stage,held,bound,held_mb
+# untimed: it draws no wall-clock time (losses, bytes, memory), so runs with
+# more ranks x threads than cores are drawn too (scripts/plots.sh).
 load 'plots/style.gp'
 
 stats csv using 2 skip 1 nooutput name "P"

@@ -33,7 +33,10 @@ batch=16 P=2
 dim=512 heads=8 kv=4 hd=64 ffn=1408 vocab=256 seq=64 layers=4
 mkdir -p "$(dirname "$out")" "$logs" build
 rm -f "$out"
-echo "source,stages,batch,micro_batch,micro,step_ms,busy_ms,bubble,formula,gemm_eff" > "$out"
+# then the provenance of the measured run (common/perf.h; its own source column
+# says measured or which GPU's table the row was modeled on)
+source scripts/provenance.sh
+echo "source,stages,batch,micro_batch,micro,step_ms,busy_ms,bubble,formula,gemm_eff,${PROV_HEADER%,source}" > "$out"
 
 # chapter 01 here: HFU against size, one thread as each stage has
 here=build/microbatch_hfu_cpu.csv
@@ -73,19 +76,22 @@ for b in $sizes; do
         --heads $heads --kv-heads $kv --ffn $ffn --vocab $vocab --layers $layers --seq $seq --steps "${STEPS:-5}" \
         --replay none --bubble-csv "$tmp" "$@" > "$logs/mb$b.log"
     read -r bubble formula step_ms < <(awk -F, '$5 == "measured" { print $6, $7, $8 }' "$tmp")
+    prov=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                    $5 == "measured" { for (i = c["cores"]; i <= NF; i++) printf ",%s", $i }' "$tmp")
     busy=$(sed -nE 's/^ +stage [0-9]+: busy ([0-9.]+) .*/\1/p' "$logs/mb$b.log" |
            awk '{ s += $1; n++ } END { printf "%.3f", s / n }')
     read -r _ eff < <(stage_gemms $((b * seq)) $dim $heads $kv $hd $ffn $vocab $((layers / P)) |
                       stage_time "$here" fp32 "$cpu_peak")
-    echo "measured,$P,$batch,$b,$M,$step_ms,$busy,$bubble,$formula,$eff" >> "$out"
+    echo "measured,$P,$batch,$b,$M,$step_ms,$busy,$bubble,$formula,$eff$prov" >> "$out"
     f=$(awk -v P=$P -v M=$M 'BEGIN { printf "%.5f", (P - 1) / (M + P - 1) }')
     read -r s eff < <(stage_gemms $((b * seq)) $dim $heads $kv $hd $ffn $vocab $((layers / P)) |
                       stage_time "$h100" bf16 989.4)
     awk -v s="$s" -v M=$M -v P=$P -v f="$f" -v e="$eff" -v b=$b -v B=$batch \
-        'BEGIN { printf "h100,%d,%d,%d,%d,%.4f,%.4f,%s,%s,%s\n", P, B, b, M, 1e3 * (M + P - 1) * s, 1e3 * M * s, f, f, e }' >> "$out"
+        'BEGIN { printf "h100,%d,%d,%d,%d,%.4f,%.4f,%s,%s,%s\n", P, B, b, M, 1e3 * (M + P - 1) * s, 1e3 * M * s, f, f, e }' | sed "s/\$/$prov/" >> "$out"
     read -r s eff < <(stage_gemms $((b * 256)) 4096 32 8 128 14336 128256 16 | stage_time "$h100" bf16 989.4)
     awk -v s="$s" -v M=$M -v P=$P -v f="$f" -v e="$eff" -v b=$b -v B=$batch \
-        'BEGIN { printf "h100_dim4096,%d,%d,%d,%d,%.4f,%.4f,%s,%s,%s\n", P, B, b, M, 1e3 * (M + P - 1) * s, 1e3 * M * s, f, f, e }' >> "$out"
+        'BEGIN { printf "h100_dim4096,%d,%d,%d,%d,%.4f,%.4f,%s,%s,%s\n", P, B, b, M, 1e3 * (M + P - 1) * s, 1e3 * M * s, f, f, e }' |
+        sed "s/\$/$prov/" >> "$out"
     printf 'micro-batch %-2s M %-2s | here: step %7.1f ms, busy %7.1f, bubble %5.1f%% (formula %5.1f%%), GEMMs at %5.1f%% of the peak\n' \
         $b $M "$step_ms" "$busy" "$(awk -v x="$bubble" 'BEGIN { print 100 * x }')" "$(awk -v x="$formula" 'BEGIN { print 100 * x }')" \
         "$(awk -F, -v b=$b '$1 == "measured" && $4 == b { print 100 * $10 }' "$out")"

@@ -5,6 +5,9 @@
 # Columns: algo,cp,dp,balance,seq,batch,step_ms,attn_ms_max,attn_ms_min,
 #   attn_cpu_ms_max,attn_cpu_ms_min,attn_comm_ms,cp_mb_per_step,mem_peak_mb,
 #   acts_mb,rss_mb
+# untimed: on a CPU it draws the attention's thread CPU time (and memory),
+# which ranks sharing the cores do not inflate, so every C is drawn
+# (scripts/plots.sh).
 load 'plots/style.gp'
 set terminal pngcairo size 1200,560 enhanced font "DejaVu Sans,11"
 set output out

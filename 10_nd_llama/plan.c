@@ -408,8 +408,9 @@ static void table4_row(const model_config_t *base, const cluster_t *cl, int r, F
     printf("  predicted MFU %.1f%% against the published %.0f%% (%+.1f points)\n", 100 * o.mfu,
            100 * t->mfu, 100 * (o.mfu - t->mfu));
     mesh_standing(&c, batch, cl, t, &o);
-    if (f) fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.0f,%.1f,%.4f,%.3f\n", r + 1, t->gpus, t->tp, t->cp,
+    if (f) fprintf(f, "%d,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.0f,%.1f,%.4f,%.3f", r + 1, t->gpus, t->tp, t->cp,
                    t->pp, t->dp, t->seq, t->mfu, o.mfu, t->tflops, o.tflops, o.bubble, o.t_step);
+    if (f) csv_end_row(f, "modeled");
 }
 
 /* --llama3-table4: the three published runs, predicted. */
@@ -427,9 +428,9 @@ static int llama3_table4(cluster_t *cl, const char *csv, int argc, char **argv) 
            "attention's %s FLOPs\n\n", cl->causal_credit ? "causal" : "whole-square");
     FILE *f = NULL;
     if (csv) {
-        f = fopen(csv, "w");
-        if (!f) usage_error("cannot write %s: %s", csv, strerror(errno));
-        fprintf(f, "row,gpus,tp,cp,pp,dp,seq,published_mfu,predicted_mfu,published_tflops,predicted_tflops,bubble,step_s\n");
+        unlink(csv);   /* the three rows, alone */
+        f = csv_open(csv, "row,gpus,tp,cp,pp,dp,seq,published_mfu,predicted_mfu,published_tflops,predicted_tflops,"
+                          "bubble,step_s");
     }
     for (int r = 0; r < 3; r++) table4_row(&c, cl, r, f);
     if (f) out_close(f, csv);
@@ -514,10 +515,11 @@ static void write_plans_csv(const char *csv, const collect_t *k, int n) {
     for (int i = 0; i < n; i++) {
         const par_t *q = &k->p[i];
         const cost_t *o = &k->o[i];
-        fprintf(f, "%d,%d,%d,%d,%d,%s,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.4f,%.4f\n", i + 1,
+        fprintf(f, "%d,%d,%d,%d,%d,%s,%d,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.4f,%.4f", i + 1,
                 q->tp, q->cp, q->pp, q->dp, q->pp > 1 ? sched_name[q->schedule] : "-", q->vpp, q->mbs, q->zero,
                 recompute_name[q->recompute], o->mem_weights / 1e9, o->mem_grads / 1e9, o->mem_optim / 1e9,
                 o->mem_acts / 1e9, o->mem_total / 1e9, o->bubble, o->t_step, o->tflops, o->mfu, o->hfu);
+        csv_end_row(f, "modeled");
     }
     out_close(f, csv);
 }

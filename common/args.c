@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "perf.h"
 
 static const char *type_hint(const arg_t *a) {
     switch (a->type) {
@@ -175,7 +176,7 @@ int args_size_list(const char *s, long *out, int max, const char *flag) {
     return count;
 }
 
-void args_check_output(MPI_Comm comm, const char *flag, const char *path, const char *csv_header) {
+void args_check_output(MPI_Comm comm, const char *flag, const char *path, const char *header) {
     if (!path) return;
     char err[600] = "";
     int rank = 0;
@@ -188,11 +189,11 @@ void args_check_output(MPI_Comm comm, const char *flag, const char *path, const 
             snprintf(err, sizeof err, "--%s %s: cannot write there: %s", flag, path,
                      existed && S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno));
         } else {
-            char first[1024] = "";
+            char first[1024] = "", full[1024];
             rewind(f);
-            if (csv_header && existed && fgets(first, sizeof first, f)) {
+            if (header && existed && fgets(first, sizeof first, f)) {
                 first[strcspn(first, "\r\n")] = 0;
-                if (strcmp(first, csv_header) != 0)
+                if (strcmp(first, csv_header(full, sizeof full, header)) != 0)
                     snprintf(err, sizeof err, "--%s %s has other columns (%.60s...); use a new file",
                              flag, path, first);
             }

@@ -58,11 +58,12 @@ int args_size_list(const char *s, long *out, int max, const char *flag);
 
 /* Check, before any work, that rank 0 can write the output file `path` of
  * --flag (NULL: nothing to check): its folder exists and is writable, and
- * for a CSV file (csv_header not NULL) that an existing file has the same
+ * for a CSV file (header: its columns, csv_header adds the provenance;
+ * not NULL) that an existing file has the same
  * columns. Rank 0 checks, every rank of `comm` learns the result, and a
  * failure is one usage_error line on every rank, so no rank is left waiting
  * in a collective. A file the check creates is removed again. */
-void args_check_output(MPI_Comm comm, const char *flag, const char *path, const char *csv_header);
+void args_check_output(MPI_Comm comm, const char *flag, const char *path, const char *header);
 
 /* The flags every program shares. */
 typedef struct {

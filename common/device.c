@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "device_cuda.h"
+#include "perf.h"
 
 void openblas_set_num_threads(int);
 
@@ -48,6 +49,7 @@ void device_init(device_t *d, const char *want, int local_rank, int local_world,
         if (threads < 1) threads = 1;
     }
     d->threads = threads;
+    csv_set_threads(threads);   /* what the CSV rows record */
     /* One threading layer per rank: OpenBLAS's pool, sized here. */
     openblas_set_num_threads(threads);
 

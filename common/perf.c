@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
 #include "check.h"
 
 const char *const precision_name[4] = {"fp32", "tf32", "bf16", "fp8"};
@@ -436,16 +438,76 @@ double perf_utilisation(double flops_per_s, double peak, const char *what) {
 
 /* ---- CSV ---------------------------------------------------------------------- */
 
+/* The provenance every row ends with (perf.h). The load and the clock at
+ * the program's start are read before main, before the run loads the
+ * machine itself. */
+static double start_load = -1, start_time;
+static int csv_threads = 1;
+
+static double load_1min(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+__attribute__((constructor)) static void csv_start(void) {
+    start_load = load_1min();
+    start_time = now_s();
+}
+
+void csv_set_threads(int threads) { csv_threads = threads > 0 ? threads : 1; }
+
+static int header_has_source(const char *header) {
+    size_t n = strlen("source");
+    for (const char *p = strstr(header, "source"); p; p = strstr(p + 1, "source"))
+        if ((p == header || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
+void csv_end_row(FILE *f, const char *source) {
+    static char cpu[128];
+    if (!cpu[0]) {
+        char ident[256];
+        cpu_identity(ident, sizeof ident);
+        ident[strcspn(ident, "|")] = 0;
+        size_t n = strlen(ident);
+        while (n > 0 && ident[n - 1] == ' ') ident[--n] = 0;
+        for (char *p = ident; *p; p++)
+            if (*p == ',') *p = ' ';
+        snprintf(cpu, sizeof cpu, "%s", ident);
+    }
+    int ranks = 1, up = 0, down = 0;
+    MPI_Initialized(&up);
+    if (up) MPI_Finalized(&down);
+    if (up && !down) MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    fprintf(f, ",%ld,%d,%d,%s,%.2f,%.2f,%.1f", sysconf(_SC_NPROCESSORS_ONLN), ranks, csv_threads, cpu, start_load,
+            load_1min(), now_s() - start_time);
+    if (source) fprintf(f, ",%s", source);
+    fputc('\n', f);
+}
+
+const char *csv_header(char *buf, size_t len, const char *header) {
+    if (!fits(snprintf(buf, len, "%s,%s%s", header, CSV_PROVENANCE, header_has_source(header) ? "" : ",source"),
+              len))
+        die("CSV header too long: %.60s...", header);
+    return buf;
+}
+
 FILE *csv_open(const char *path, const char *header) {
     FILE *f = fopen(path, "a+");
     if (!f) usage_error("cannot open CSV file %s: %s", path, strerror(errno));
-    char first[1024] = "";
+    char full[1024], first[1024] = "";
+    csv_header(full, sizeof full, header);
     rewind(f);
     if (!fgets(first, sizeof first, f)) {
-        fprintf(f, "%s\n", header);
+        fprintf(f, "%s\n", full);
     } else {
         first[strcspn(first, "\r\n")] = 0;
-        if (strcmp(first, header) != 0)
+        if (strcmp(first, full) != 0)
             usage_error("CSV file %s has other columns (%.60s...); use a new file", path, first);
     }
     fseek(f, 0, SEEK_END);
@@ -459,6 +521,6 @@ void csv_append_row(const char *path, const char *header, const char *fmt, ...) 
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
     va_end(ap);
-    fputc('\n', f);
+    csv_end_row(f, "measured");
     out_close(f, path);
 }

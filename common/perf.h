@@ -100,16 +100,47 @@ const char *perf_util_str(char *buf, size_t len, double flops_per_s, double peak
  * count). Returns NAN when the peak is unknown (0). */
 double perf_utilisation(double flops_per_s, double peak, const char *what);
 
-/* Open a CSV file for appending; writes the header when the file is new or
- * empty, and refuses (usage_error) a file whose header differs. Its writes
- * are checked by out_flush and out_close (outfile.h), which end the run
- * naming the file when the disk is full. */
+/* Every CSV row of the suite ends with the same provenance columns, so a
+ * chart can say what a timing means (one wall-clock time means something only
+ * with ranks x threads <= free cores on a quiet machine):
+ *   cores        online cores of this machine
+ *   ranks        MPI ranks of the run
+ *   threads      CPU threads per rank (csv_set_threads; device_init sets it)
+ *   cpu          the CPU model (commas made spaces)
+ *   load_before  1-minute load average when the program started
+ *   load_after   1-minute load average when the row was written
+ *   run_s        seconds from the program's start to the row
+ *   source       where the row's numbers come from: measured (a run here),
+ *                modeled (a formula or cost model), datasheet; a header with
+ *                a source column of its own keeps it (rows say it there) and
+ *                gets no second one.
+ * Scripts that write CSV rows themselves carry these columns over from the
+ * program's rows, or write them with scripts/provenance.sh. */
+#define CSV_PROVENANCE "cores,ranks,threads,cpu,load_before,load_after,run_s"
+
+/* The header a file of the program's columns `header` has: them, then the
+ * provenance columns (and source, unless header has one). Into buf. */
+const char *csv_header(char *buf, size_t len, const char *header);
+
+/* CPU threads per rank that later rows record (default 1). */
+void csv_set_threads(int threads);
+
+/* Open a CSV file for appending; writes the header (the program's columns,
+ * then the provenance columns above) when the file is new or empty, and
+ * refuses (usage_error) a file whose header differs. Its writes are checked
+ * by out_flush and out_close (outfile.h), which end the run naming the file
+ * when the disk is full. */
 FILE *csv_open(const char *path, const char *header);
 
-/* Append one row (fmt and its arguments, as printf; the newline is added)
- * to the CSV file at path, opened with csv_open and closed with out_close.
- * Only rank 0 writes (the rank say() prints on); a NULL path writes
- * nothing. A program's one summary row per run, its --bench-csv. */
+/* End a row: the provenance columns and the newline. source: "measured",
+ * "modeled", ...; NULL for a file whose header has its own source column. */
+void csv_end_row(FILE *f, const char *source);
+
+/* Append one row (fmt and its arguments, as printf; the provenance columns,
+ * source "measured", and the newline are added) to the CSV file at path,
+ * opened with csv_open and closed with out_close. Only rank 0 writes (the
+ * rank say() prints on); a NULL path writes nothing. A program's one summary
+ * row per run, its --bench-csv. */
 void csv_append_row(const char *path, const char *header, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

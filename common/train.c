@@ -806,8 +806,9 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
             fprintf(tr->csv, "%ld,%.6f,%.3f,%.1f,%.6g,%.6g,%.6g,%.6g,%.3f,%.3f,", step, loss, ms, tok_s,
                     100 * mfu, 100 * hfu, lr, norm, exposed_ms, ms - exposed_ms);
             if (bubble_s >= 0) fprintf(tr->csv, "%.4f,", bubble_s / secs); else fprintf(tr->csv, "nan,");
-            fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f\n", mx[0] / 1048576.0, sent / world / 1e6, world,
+            fprintf(tr->csv, "%.3f,%.4f,%d,%.4f,%.4f", mx[0] / 1048576.0, sent / world / 1e6, world,
                     tr->data.unigram_entropy, tr->data.entropy_rate);
+            csv_end_row(tr->csv, "measured");
             out_flush(tr->csv, tr->o.c.csv);
         }
         tr->run_steps[tr->nrun] = step;

@@ -16,3 +16,11 @@ set style line 7 lc rgb "#e377c2" lw 2 pt 1 ps 1.0
 set style line 8 lc rgb "#17becf" lw 2 pt 2 ps 1.0
 set style line 9 lc rgb "#7f7f7f" lw 2 pt 4 ps 1.0
 set style increment user
+# The subtitle: where the chart's numbers come from (cores, ranks, threads,
+# CPU, load; scripts/provenance.awk writes it from the CSV's provenance
+# columns), in the top right corner. scripts/plots.sh passes it as `prov`;
+# drawn straight with gnuplot -e "csv=...; out=...", the script asks
+# provenance.awk itself.
+if (!exists("prov")) prov = system(sprintf("awk -v mode=subtitle -f scripts/provenance.awk '%s'", csv))
+if (prov ne "") \
+    set label 999 prov at screen 0.995, screen 0.991 right font ",7" noenhanced tc rgb "#555555" front

@@ -1,17 +1,60 @@
 #!/usr/bin/env bash
-# Draw every chart whose data exists: for each chapter script NN_*/NAME.gp
-# and each CSV plots/data/NAME.csv, write plots/NAME.png.
+# Draw charts with the chapters' scripts NN_*/NAME.gp.
+#   bash scripts/plots.sh            every chart whose data exists: plots/data/NAME.csv -> plots/NAME.png
+#   bash scripts/plots.sh --figures  every shipped figure from the CSV committed beside it:
+#                                    NN_*/figures/data/NAME.csv -> NN_*/figures/NAME.png
+#   bash scripts/plots.sh --figures [--out DIR] [NAME...]   only those figures, into DIR
+# Each chart's subtitle says where its numbers come from (cores, ranks,
+# threads, CPU, load: the provenance columns of its CSV, scripts/provenance.awk).
+# A chart that draws a wall-clock time (every .gp but those marked
+# "# untimed": losses, bytes, memory, thread CPU time) leaves out the measured
+# rows whose run had more ranks x threads than cores, and says so in one
+# line: such a time measures the sharing of cores, not the technique; those
+# points are left to the replay.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v gnuplot >/dev/null || bash scripts/install-deps.sh
+tmp=$(mktemp -d /tmp/plots.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+draw() {  # GP CSV OUT
+    local gp=$1 csv=$2 out=$3 name drawn prov untimed=0
+    name=$(basename "$gp" .gp)
+    drawn=$csv
+    if grep -q '^# untimed' "$gp"; then
+        untimed=1
+    else
+        drawn=$tmp/$name.csv
+        awk -v mode=drawn -f scripts/provenance.awk "$csv" > "$drawn"
+    fi
+    prov=$(awk -v mode=subtitle -v untimed=$untimed -f scripts/provenance.awk "$csv")
+    gnuplot -e "csv='$drawn'; out='$out'; prov='${prov//\'/}'" "$gp"
+    echo "chart: $out  (from $csv)"
+}
+
 drawn=0
+if [ "${1:-}" = --figures ]; then
+    shift
+    dir=
+    if [ "${1:-}" = --out ]; then dir=${2:?--out DIR}; shift 2; fi
+    for csv in [0-9][0-9]_*/figures/data/*.csv; do
+        [ -e "$csv" ] || continue
+        name=$(basename "$csv" .csv)
+        [ $# -eq 0 ] || [[ " $* " == *" $name "* ]] || continue
+        chapter=${csv%%/*}
+        [ -e "$chapter/$name.gp" ] || { echo "error: $csv has no $chapter/$name.gp to draw it" >&2; exit 1; }
+        draw "$chapter/$name.gp" "$csv" "${dir:-$chapter/figures}/$name.png"
+        drawn=$((drawn + 1))
+    done
+    [ $drawn -gt 0 ] || { echo "error: no figure data (NN_*/figures/data/NAME.csv)${*:+ for $*}" >&2; exit 1; }
+    exit 0
+fi
 for gp in [0-9][0-9]_*/*.gp; do
     [ -e "$gp" ] || continue
     name=$(basename "$gp" .gp)
     csv="plots/data/$name.csv"
     [ -s "$csv" ] || continue
-    gnuplot -e "csv='$csv'; out='plots/$name.png'" "$gp"
-    echo "chart: plots/$name.png  (from $csv)"
+    draw "$gp" "$csv" "plots/$name.png"
     drawn=$((drawn + 1))
 done
 [ $drawn -gt 0 ] || echo "no data yet: run a program with --csv plots/data/NAME.csv, or make demo"

@@ -1,19 +1,50 @@
 #!/usr/bin/env bash
-# make reference-charts: copy the charts of plots/ (from a make demo) over the
-# reference charts the chapter READMEs show, NN_*/figures/NAME.png, so that
-# the repository page shows charts from a named machine. The charts there
-# are the list: a chart no README shows is not copied, and one that plots/
-# lacks (plan_validation.png: make demo does not run its sweep) is kept.
-# Then say in the READMEs which machine, under what load, drew them.
+# make reference-charts: measure the charts the chapter READMEs show again
+# on this machine and ship them: make demo's CSVs (plots/data/NAME.csv)
+# become the committed data beside each figure (NN_*/figures/data/NAME.csv),
+# and every figure is redrawn from it (scripts/plots.sh --figures), so that
+# `make figures` draws the same charts later. The figures there are the
+# list: a CSV no figure uses is not copied, and a figure that plots/data
+# lacks (plan_validation: make demo does not run its sweep) keeps its data.
+#
+# A measured series taken on a busy machine is refused: when the other work
+# on the machine during any measured row's run was above 0.5 per core
+# (scripts/provenance.awk, mode busy), nothing is copied and each such series
+# is named. Run it on a quiet machine, with nothing else running.
+#   bash scripts/reference_charts.sh              make demo first, then the check and the copy
+#   bash scripts/reference_charts.sh --from DIR   the CSVs of DIR instead (no demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-copied=0
-for ref in [0-9][0-9]_*/figures/*.png; do
-    [ -e "$ref" ] || continue
-    chart="plots/$(basename "$ref")"
-    if [ ! -s "$chart" ]; then echo "kept $ref: no $chart (make demo or make plots draws it)"; continue; fi
-    cp "$chart" "$ref" || { echo "error: cannot write $ref" >&2; exit 1; }
-    echo "$chart -> $ref"
-    copied=$((copied + 1))
+from=plots/data
+if [ "${1:-}" = --from ]; then
+    from=${2:?--from DIR}
+else
+    bash scripts/demo.sh
+fi
+pairs=()
+for fig in [0-9][0-9]_*/figures/*.png; do
+    [ -e "$fig" ] || continue
+    name=$(basename "$fig" .png)
+    csv=$from/$name.csv
+    if [ ! -s "$csv" ]; then echo "kept $fig and its data: no $csv"; continue; fi
+    pairs+=("$csv:${fig%/*}/data/$name.csv")
 done
-[ $copied -gt 0 ] || { echo "error: no chart of plots/ matches a reference chart (NN_*/figures/*.png): run make demo first" >&2; exit 1; }
+[ ${#pairs[@]} -gt 0 ] || { echo "error: no CSV of $from matches a figure (NN_*/figures/NAME.png): run make demo first" >&2; exit 1; }
+busy=0
+for p in "${pairs[@]}"; do
+    lines=$(awk -v mode=busy -f scripts/provenance.awk "${p%%:*}")
+    [ -z "$lines" ] || { echo "$lines" >&2; busy=1; }
+done
+if [ $busy = 1 ]; then
+    echo "error: measured on a busy machine (the series above); nothing shipped: run make reference-charts again when the machine is quiet" >&2
+    exit 1
+fi
+names=()
+for p in "${pairs[@]}"; do
+    mkdir -p "$(dirname "${p#*:}")"
+    cp "${p%%:*}" "${p#*:}"
+    echo "${p%%:*} -> ${p#*:}"
+    names+=("$(basename "${p#*:}" .csv)")
+done
+bash scripts/plots.sh --figures "${names[@]}"
+echo "now regenerate the READMEs' tables from the new data: make tables"

@@ -11,11 +11,17 @@
 # The median run keeps its own split of the time (compute + exposed comm =
 # step), which separate medians of each column would not. Configurations
 # come out in the order of their first run; with extra="NAME=VALUE" one more
-# column is appended to every row (the sweep scripts add the core count).
+# column follows BY_max in every row. The provenance columns every row of the
+# suite ends with (from cores on, common/perf.h) stay last.
 BEGIN { FS = OFS = "," }
+# a row's columns before the provenance, and the provenance with its leading comma
+function head(r,   f, i, s) { split(r, f, ","); s = f[1]; for (i = 2; i < pc; i++) s = s "," f[i]; return s }
+function tail(r,   f, i, n, s) { n = split(r, f, ","); s = ""; for (i = pc; i <= n; i++) s = s "," f[i]; return s }
 NR == 1 {
-    header = $0
     for (i = 1; i <= NF; i++) col[$i] = i
+    pc = ("cores" in col) ? col["cores"] : NF + 1   # the first provenance column
+    header = head($0)
+    tail_of_header = tail($0)
     nk = split(keys, k, ",")
     for (j = 1; j <= nk; j++) if (!(k[j] in col)) { print "repeats.awk: no column " k[j] > "/dev/stderr"; exit 2 }
     if (!(by in col)) { print "repeats.awk: no column " by > "/dev/stderr"; exit 2 }
@@ -32,7 +38,7 @@ NR == 1 {
 END {
     if (NR == 0) exit 0
     split(extra, e, "=")
-    print header, "runs", by "_min", by "_max" (extra != "" ? OFS e[1] : "")
+    print header, "runs", by "_min", by "_max" (extra != "" ? OFS e[1] : "") tail_of_header
     for (g = 1; g <= ngroups; g++) {
         key = order[g]
         n = count[key]
@@ -43,6 +49,6 @@ END {
                 t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t
             }
         mid = idx[int((n + 1) / 2)]
-        print row[key, mid], n, val[key, idx[1]], val[key, idx[n]] (extra != "" ? OFS e[2] : "")
+        print head(row[key, mid]), n, val[key, idx[1]], val[key, idx[n]] (extra != "" ? OFS e[2] : "") tail(row[key, mid])
     }
 }

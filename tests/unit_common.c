@@ -72,22 +72,53 @@ TEST(cpu_peak_is_the_isas_flop_per_cycle_times_one_cores_clock_times_threads) {
                   p->flop_per_cycle, one, ghz, fpc);
 }
 
-TEST(csv_header_written_once) {
+TEST(csv_header_written_once_and_every_row_ends_with_its_provenance) {
     char path[] = "/tmp/unit_csv_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
+    csv_set_threads(3);
     for (int i = 0; i < 2; i++) {
         FILE *f = csv_open(path, "a,b");
-        fprintf(f, "%d,%d\n", i, i);
+        fprintf(f, "%d,%d", i, i);
+        csv_end_row(f, i ? "modeled" : "measured");
         fclose(f);
     }
+    FILE *own = csv_open(path, "a,b");   /* the same columns: accepted */
+    fclose(own);
     FILE *f = fopen(path, "r");
-    char buf[256] = {0};
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    char line[3][512] = {{0}};
+    for (int i = 0; i < 3; i++)
+        if (!fgets(line[i], sizeof line[i], f)) UNIT_FAIL("line %d missing", i + 1);
+    char extra[8];
+    if (fgets(extra, sizeof extra, f)) UNIT_FAIL("a fourth line: the header was written twice or a row added");
     fclose(f);
     unlink(path);
-    EXPECT_EQ_INT(n, strlen("a,b\n0,0\n1,1\n"));
-    EXPECT(strcmp(buf, "a,b\n0,0\n1,1\n") == 0);
+    EXPECT(strcmp(line[0], "a,b," CSV_PROVENANCE ",source\n") == 0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 1; i < 3; i++) {
+        /* a,b,cores,ranks,threads,cpu,load_before,load_after,run_s,source */
+        char *field[16];
+        int n = 0;
+        line[i][strcspn(line[i], "\n")] = 0;
+        for (char *p = strtok(line[i], ","); p && n < 16; p = strtok(NULL, ",")) field[n++] = p;
+        if (n != 10) UNIT_FAIL("row %d has %d columns, the header 10", i, n);
+        if (atoi(field[0]) != i - 1 || atol(field[2]) != cores || atoi(field[3]) != unit_dist.world ||
+            atoi(field[4]) != 3)
+            UNIT_FAIL("row %d: a %s, cores %s (this machine %ld), ranks %s (%d), threads %s (3)", i, field[0],
+                      field[2], cores, field[3], unit_dist.world, field[4]);
+        if (strchr(field[5], ',') || !*field[5]) UNIT_FAIL("row %d: cpu '%s'", i, field[5]);
+        if (!(atof(field[6]) >= 0 && atof(field[7]) >= 0 && atof(field[8]) >= 0))
+            UNIT_FAIL("row %d: load %s, %s, run %s s", i, field[6], field[7], field[8]);
+        EXPECT(strcmp(field[9], i == 1 ? "measured" : "modeled") == 0);
+    }
+    csv_set_threads(1);
+}
+
+/* A header with a source column of its own gets no second one. */
+TEST(csv_header_with_its_own_source_column_gets_no_second) {
+    char buf[256];
+    EXPECT(strcmp(csv_header(buf, sizeof buf, "source,x"), "source,x," CSV_PROVENANCE) == 0);
+    EXPECT(strcmp(csv_header(buf, sizeof buf, "x,sources"), "x,sources," CSV_PROVENANCE ",source") == 0);
 }
 
 /* Each rank's sub-communicator along an axis joins the ranks that differ
