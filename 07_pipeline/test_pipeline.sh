@@ -55,7 +55,7 @@ emu)  # NP GPUS COMM TOL "PIPELINE FLAGS" [FLAGS...]: the CUDA path on emulated 
         tail -n 30 "$dir/gpu.log"; exit 1
     fi
     grep '^device\|^pipeline:' "$dir/gpu.log"
-    $CMP "$dir/gpu.bin" "$dir/one.bin" --tol "$tol"
+    $CMP "$dir/gpu.bin" "$dir/one.bin" --tol "$tol" ${WTOL:+--wtol "$WTOL"}
     ;;
 numbers)  # NP [FLAGS...]: every number the summary prints against its formula or an independent sum
     np=$2; shift 2
