@@ -30,12 +30,13 @@ H, KV, hd, F, V, seq), dtype, world and batch:
 
 dataparallel (N replicas in one process, b = batch / N sequences each):
   moved       device 0 sends (N-1) P x dtype bytes of weights, receives
-              (N-1) b seq V x dtype bytes of logits and (N-1) 4P of gradients
+              (N-1) b seq V x dtype bytes of logits, sends as many of their
+              gradients back, and receives (N-1) 4P of gradients; the total
   memory      params N P x dtype bytes and grads 4 N P (every replica its
               copy), optim 12P (device 0 only), comm 4P (the gradient
               staging buffer, N > 1)
-  bench row   serial_ms = replicate + gather + reduce, tokens, tok_s,
-              replicas, threads
+  bench row   serial_ms = replicate + gather + scatter + reduce, tokens,
+              tok_s, replicas, threads, device0_mb = the total moved
 
 Prints each comparison; exit 1 with what differed and by how much.
 """
@@ -83,18 +84,23 @@ def dataparallel(n, log, bench):
     batch = int(re.search(r"^batch: +(\d+) sequences", log, re.M).group(1))
     b = batch // n
     d = re.search(r"^dataparallel: (\d+) replicas? x (\d+) sequences, (\d+) threads? each; device 0 moves "
-                  r"([0-9.]+) MB of weights, ([0-9.]+) MB of logits and ([0-9.]+) MB of gradients", log, re.M)
+                  r"([0-9.]+) MB of weights, ([0-9.]+) MB of logits, ([0-9.]+) MB of logit gradients and "
+                  r"([0-9.]+) MB of gradients per step \(([0-9.]+) MB\)", log, re.M)
     near("replicas", int(d.group(1)), n)
     near("sequences per replica", int(d.group(2)), b)
     near("threads per replica", int(d.group(3)), threads)
     near("weights moved (MB)", float(d.group(4)), (n - 1) * P * size / 1e6, 0, 0.005)
     near("logits moved (MB)", float(d.group(5)), (n - 1) * b * T * V * size / 1e6, 0, 0.005)
-    near("gradients moved (MB)", float(d.group(6)), (n - 1) * 4 * P / 1e6, 0, 0.005)
+    near("logit gradients moved (MB)", float(d.group(6)), (n - 1) * b * T * V * size / 1e6, 0, 0.005)
+    near("gradients moved (MB)", float(d.group(7)), (n - 1) * 4 * P / 1e6, 0, 0.005)
+    moved = (n - 1) * (P * size + 2 * b * T * V * size + 4 * P) / 1e6
+    near("total moved (MB)", float(d.group(8)), moved, 0, 0.005)
     want = {"params": n * P * size, "grads": n * 4 * P, "optim": 12 * P, "comm": 4 * P if n > 1 else 0}
     memory_kinds(log, want)
     r = list(csv.DictReader(open(bench)))[-1]
-    serial = float(r["replicate_ms"]) + float(r["gather_ms"]) + float(r["reduce_ms"])
-    near("bench serial_ms = replicate + gather + reduce", float(r["serial_ms"]), serial, 0, 0.002)
+    serial = sum(float(r[k + "_ms"]) for k in ("replicate", "gather", "scatter", "reduce"))
+    near("bench serial_ms = replicate + gather + scatter + reduce", float(r["serial_ms"]), serial, 0, 0.003)
+    near("bench device0_mb", float(r["device0_mb"]), moved, 1e-6, 0.0001)
     near("bench replicas", int(r["replicas"]), n)
     near("bench threads", int(r["threads"]), threads)
     near("bench tokens", int(r["tokens"]), batch * T)

@@ -6,26 +6,27 @@
  *
  *   ./03_ddp/dataparallel --replicas 4 [--steps 200 --batch 16 ...]
  *
- * One step (the phases it times):
+ * One step (the phases it times), as DataParallel's forward (replicate,
+ * scatter, parallel_apply, gather) and the autograd of its gather and
+ * replicate in backward:
  *   replicate  device 0's weights copied to every other replica,
  *              and the global batch scattered, b = batch / N
  *              sequences to each                                   serial
  *   forward    every replica its piece, in parallel                parallel
- *   gather     every replica's logits copied to device 0, and the
- *              loss computed there over the whole batch            serial
- *   backward   every replica, in parallel, dlogits scaled by
- *              1 / global tokens                                   parallel
+ *   gather     every replica's logits copied to device 0, the loss
+ *              of the whole batch there, and its gradient dlogits
+ *              = (softmax - onehot) / global tokens                serial
+ *   scatter    dlogits cut into the replicas' pieces, each copied
+ *              to its replica (gather's backward)                  serial
+ *   backward   every replica, in parallel, from the dlogits it
+ *              received                                            parallel
  *   reduce     every replica's gradients copied to device 0 and
- *              summed there, one after the other                   serial
+ *              summed there, one after the other (replicate's
+ *              backward)                                           serial
  * then the training loop clips and steps AdamW on device 0 only (DDP steps
  * it on every rank at once: the same time). The serial phases are device
  * 0's extra work; with N replicas the parallel phases shrink as 1/N and the
  * serial ones grow as N - 1 (Amdahl).
- *
- * The loss gradient: DataParallel scatters dlogits = (softmax - onehot) / n
- * from device 0; here each replica's backward computes the same values from
- * its own logits (model_backward), so only the scale travels. The loss
- * device 0 reports is computed from the gathered logits.
  *
  * Threads: replica 0 is the main thread on tr.model; the others each have
  * a thread, a device_t (on the CPU --threads OpenBLAS threads each, on GPUs
@@ -40,12 +41,15 @@
 #include "perf.h"
 #include "train.h"
 
-/* One row per run (sweep_dataparallel.sh): means over the timed steps, in
- * ms; serial_ms = replicate + gather + reduce. */
-#define BENCH_HEADER "replicas,step_ms,forward_ms,backward_ms,replicate_ms,gather_ms,reduce_ms,serial_ms,optimizer_ms,tokens,tok_s,threads"
+/* One row per run (sweep_dataparallel.sh): means over the timed steps (the
+ * trainer's: every step but the first), in ms; serial_ms = replicate +
+ * gather + scatter + reduce; device0_mb: what device 0 sends and receives
+ * per step. */
+#define BENCH_HEADER "replicas,step_ms,forward_ms,backward_ms,replicate_ms,gather_ms,scatter_ms,reduce_ms,serial_ms," \
+                     "optimizer_ms,tokens,tok_s,threads,device0_mb"
 
-enum { REPLICATE, FORWARD, GATHER, BACKWARD, REDUCE, PHASES };
-static const char *const phase_name[PHASES] = {"replicate", "forward", "gather", "backward", "reduce"};
+enum { REPLICATE, FORWARD, GATHER, SCATTER, BACKWARD, REDUCE, PHASES };
+static const char *const phase_name[PHASES] = {"replicate", "forward", "gather", "scatter", "backward", "reduce"};
 
 typedef enum { RUN_FORWARD, RUN_BACKWARD, RUN_QUIT } job_t;
 
@@ -56,6 +60,8 @@ typedef struct {
     model_t own;         /* replicas 1..N-1 */
     model_t *m;          /* replica 0: tr.model */
     model_acts_t own_acts, *acts;   /* (b, seq); replica 0: tr.acts */
+    void *dlogits;       /* (b seq, V) the loss gradient device 0 scattered here;
+                            replica 0: its rows of dp->logits, computed in place */
     pthread_t thread;
 } replica_t;
 
@@ -65,7 +71,7 @@ struct dp {
     replica_t *rep;
     job_t job;
     pthread_barrier_t go, done;
-    void *logits;                /* (n b seq, V) device 0: the gathered logits */
+    void *logits;                /* (n b seq, V) device 0: the gathered logits, then dlogits */
     int *targets;                /* (n b seq) device 0 */
     float *lse, *picked;         /* (n b seq) device 0, and their host copies */
     float *lse_host, *picked_host;
@@ -80,7 +86,7 @@ static void run_job(replica_t *r, job_t job) {
         model_forward(r->m, r->acts);   /* the loss is device 0's, from the logits */
     } else {
         model_zero_grads(r->m);
-        model_backward(r->m, r->acts, tr->loss_scale, NULL);
+        model_backward(r->m, r->acts, tr->loss_scale, r->dlogits);
     }
     dev_sync(&r->dev);
 }
@@ -129,11 +135,14 @@ static void dp_init(dp_t *dp, train_t *tr, int n) {
             r->m = &r->own;
             r->acts = &r->own_acts;
             model_acts_init(r->m, r->acts, 0, dp->b, tr->recompute);
+            r->dlogits = dev_alloc_as(&r->dev, (size_t)dp->b * tr->o.seq * tr->cfg.vocab * dtype_size(tr->dtype),
+                                      MEM_ACTS);
         }
     }
     dev_bind(d0);
     size_t rows = (size_t)tr->o.batch * tr->o.seq, V = (size_t)tr->cfg.vocab;
     dp->logits = dev_alloc_as(d0, rows * V * dtype_size(tr->dtype), MEM_ACTS);
+    dp->rep[0].dlogits = dp->logits;
     dp->targets = dev_alloc_as(d0, rows * sizeof(int), MEM_ACTS);
     dp->lse = dev_alloc_as(d0, rows * sizeof(float), MEM_ACTS);
     dp->picked = dev_alloc_as(d0, rows * sizeof(float), MEM_ACTS);
@@ -157,6 +166,7 @@ static void dp_free(dp_t *dp) {
     for (int i = 1; i < dp->n; i++) {
         replica_t *r = &dp->rep[i];
         dev_bind(&r->dev);
+        dev_free(&r->dev, r->dlogits);
         model_acts_free(r->m, r->acts);
         model_free(&r->own);
         device_finalize(&r->dev);
@@ -171,6 +181,9 @@ static void dp_free(dp_t *dp) {
     free(dp->picked_host);
     free(dp->rep);
 }
+
+/* Device 0's serial work: every phase but forward and backward. */
+static double serial_ms(const double *t) { return t[REPLICATE] + t[GATHER] + t[SCATTER] + t[REDUCE]; }
 
 /* Device 0's serial phases, timed by the host clock after a sync. */
 static double since(const device_t *d, double t0) {
@@ -198,7 +211,8 @@ static void dp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
 
     dp->t[FORWARD] = parallel(dp, RUN_FORWARD);
 
-    /* gather the logits on device 0; the loss of the whole batch there */
+    /* gather the logits on device 0; the loss of the whole batch there, and
+     * its gradient, in place of the logits */
     t0 = now_s();
     size_t lbytes = rows * (size_t)V * dtype_size(tr->dtype), all = rows * (size_t)dp->n;
     for (int i = 0; i < dp->n; i++)
@@ -211,7 +225,13 @@ static void dp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     for (size_t k = 0; k < all; k++)
         if (tr->targets[k] >= 0) loss += (double)dp->lse_host[k] - dp->picked_host[k];
     st->loss = loss;
+    op_xent_backward(d0, tr->dtype, dp->logits, dp->targets, dp->lse, dp->logits, tr->loss_scale, (int)all, V, 0);
     dp->t[GATHER] = since(d0, t0);
+
+    /* scatter dlogits: replica i's rows to replica i (replica 0's stay) */
+    t0 = now_s();
+    for (int i = 1; i < dp->n; i++) dev_copy(d0, dp->rep[i].dlogits, (char *)dp->logits + i * lbytes, lbytes);
+    dp->t[SCATTER] = since(d0, t0);
 
     dp->t[BACKWARD] = parallel(dp, RUN_BACKWARD);
 
@@ -226,7 +246,7 @@ static void dp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
 
     st->fwd_s = dp->t[FORWARD] / 1e3;
     st->bwd_s = dp->t[BACKWARD] / 1e3;
-    st->exposed_s = (dp->t[REPLICATE] + dp->t[GATHER] + dp->t[REDUCE]) / 1e3;
+    st->exposed_s = serial_ms(dp->t) / 1e3;
     if (step > tr->start + 1)
         for (int p = 0; p < PHASES; p++) dp->sum[p] += dp->t[p];
 }
@@ -235,7 +255,7 @@ static void dp_step(train_t *tr, void *ctx, long step, train_step_t *st) {
 static void dp_note(train_t *tr, void *ctx) {
     (void)tr;
     dp_t *dp = ctx;
-    say(" | device 0 serial %.1f ms", dp->t[REPLICATE] + dp->t[GATHER] + dp->t[REDUCE]);
+    say(" | device 0 serial %.1f ms", serial_ms(dp->t));
 }
 
 int main(int argc, char **argv) {
@@ -249,8 +269,8 @@ int main(int argc, char **argv) {
         "03_ddp", "03_ddp/dataparallel", "single-process data parallel (PyTorch's DataParallel)",
         "Data parallelism in one process, as PyTorch's nn.DataParallel: each step\n"
         "device 0 copies the weights to every replica, scatters the batch, gathers\n"
-        "the logits and computes the loss, and sums the replicas' gradients before\n"
-        "stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
+        "the logits, computes the loss and scatters its gradient back, and sums the\n"
+        "replicas' gradients before stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
         flags, ARRAY_LEN(flags)};
     train_t tr;
     train_defaults(&tr);
@@ -270,12 +290,14 @@ int main(int argc, char **argv) {
     dp_init(&dp, &tr, replicas);
     tr.peak *= replicas;   /* MFU against every replica's threads, as DDP's N ranks */
     csv_set_threads(replicas * tr.dev.threads);   /* one rank: every replica's threads */
+    /* device 0's bytes per step: weights out, logits in, dlogits out, gradients in */
+    double w_mb = (replicas - 1) * tr.model.size * dtype_size(tr.dtype) / 1e6;
+    double l_mb = (replicas - 1) * (double)dp.b * tr.o.seq * tr.cfg.vocab * dtype_size(tr.dtype) / 1e6;
+    double g_mb = (replicas - 1) * tr.model.size * 4.0 / 1e6, device0_mb = w_mb + 2 * l_mb + g_mb;
     say("dataparallel: %d replica%s x %d sequences, %d thread%s each; device 0 moves %.2f MB of weights, "
-        "%.2f MB of logits and %.2f MB of gradients per step; MFU against %d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp.b,
-        tr.dev.threads, tr.dev.threads == 1 ? "" : "s",
-        (replicas - 1) * tr.model.size * dtype_size(tr.dtype) / 1e6,
-        (replicas - 1) * (double)dp.b * tr.o.seq * tr.cfg.vocab * dtype_size(tr.dtype) / 1e6,
-        (replicas - 1) * tr.model.size * 4.0 / 1e6, replicas);
+        "%.2f MB of logits, %.2f MB of logit gradients and %.2f MB of gradients per step (%.2f MB); MFU against "
+        "%d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp.b, tr.dev.threads,
+        tr.dev.threads == 1 ? "" : "s", w_mb, l_mb, l_mb, g_mb, device0_mb, replicas);
     tr.step_note = dp_note;
     tr.step_note_ctx = &dp;
     train_optimizer(&tr, NULL, 0, 0);
@@ -283,15 +305,15 @@ int main(int argc, char **argv) {
 
     if (tr.timed > 0) {
         double k = 1.0 / tr.timed, ms = tr.sum_ms * k, opt = tr.sum_opt * k;
-        double serial = (dp.sum[REPLICATE] + dp.sum[GATHER] + dp.sum[REDUCE]) * k;
+        double serial = serial_ms(dp.sum) * k;
         say("dataparallel: per step %.2f ms:", ms);
         for (int p = 0; p < PHASES; p++) say(" %s %.2f", phase_name[p], dp.sum[p] * k);
         say(", optimizer %.2f; device 0 serial %.2f ms = %.1f%% of the step\n", opt, serial, 100 * serial / ms);
         if (dp.bench_csv)
-            csv_append_row(dp.bench_csv, BENCH_HEADER, "%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%ld,%.1f,%d",
+            csv_append_row(dp.bench_csv, BENCH_HEADER, "%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%ld,%.1f,%d,%.4f",
                            replicas, ms, dp.sum[FORWARD] * k, dp.sum[BACKWARD] * k, dp.sum[REPLICATE] * k,
-                           dp.sum[GATHER] * k, dp.sum[REDUCE] * k, serial, opt, tr.global_tokens,
-                           tr.global_tokens / (ms / 1e3), tr.dev.threads);
+                           dp.sum[GATHER] * k, dp.sum[SCATTER] * k, dp.sum[REDUCE] * k, serial, opt,
+                           tr.global_tokens, tr.global_tokens / (ms / 1e3), tr.dev.threads, device0_mb);
     }
     dp_free(&dp);
     train_finish(&tr);

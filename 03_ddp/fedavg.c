@@ -6,15 +6,19 @@
  *
  * One round r (--steps rounds), on every rank:
  *   the server samples m = max(1, round(C K)) of the K clients (seeded by
- *   (seed, r), the same on every rank); client k lives on rank k mod N, and
- *   a rank runs its selected clients one after another, each from the
- *   round's global weights w:
+ *   (seed, r), the same on every rank), each with a speed s_k drawn afresh
+ *   for the round (seeded by (seed, k, r)):
  *       simulated time t_k = E n_k / s_k (E local epochs over its n_k
- *       samples at one simulated second per sample, speed s_k); t_k > D:
- *       dropped (the straggler's work is lost: it is not run here)
- *       otherwise E epochs of floor(n_k / B) local SGD steps of B samples
- *       (the runner, with the client's shard as data; --full-batch: one
- *       step on the whole shard, McMahan's B = infinity), giving w_k
+ *       samples at one simulated second per sample); t_k > D: dropped (the
+ *       straggler's work is lost: it is not run here)
+ *   the j-th client of the round that makes the deadline runs on rank
+ *   j mod N, so the ranks run the round's clients at once, each rank its
+ *   share one after another, each from the round's global weights w:
+ *       E epochs of floor(n_k / B) local SGD steps of B samples (the runner,
+ *       with the client's shard as data; --full-batch: one step on the
+ *       whole shard, McMahan's B = infinity; a client holding fewer than B
+ *       samples, n_k < B: one step on its whole shard, the batch's other
+ *       rows ignored), giving w_k
  *   the server's weighted average over the clients that made it (S):
  *       w <- sum_{k in S} n_k w_k / sum_{k in S} n_k
  *   one all-reduce of the sums n_k w_k and of the counts n_k; nobody made
@@ -31,6 +35,7 @@
  * deadline, 4 P (m + f); DDP over m workers sends 2 (m - 1) x 4 P gradient
  * bytes (summed over the workers, ring all-reduce) every step. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +50,7 @@
 
 #define FED_HEADER "round,clients,fraction,local_epochs,deadline,alpha,selected,dropped,train_loss,eval_loss," \
                    "mb_per_round,ddp_mb_per_step"
-#define CLIENTS_HEADER "client,rank,samples,speed,seconds"
+#define CLIENTS_HEADER "round,client,rank,samples,speed,seconds,dropped"
 #define EVAL_FIRST (1L << 40)   /* held-out samples: ids far from every client's */
 
 typedef struct {
@@ -54,29 +59,39 @@ typedef struct {
     const char *fed_csv, *clients_csv;
     long *ids;              /* (clients x per_client) sample ids, by client */
     int *first, *count;     /* (clients) each client's shard in ids */
-    double *speed;          /* (clients) simulated speed factors */
     int *order;             /* (clients) this round's selection: the first m */
+    int *finisher;          /* (clients) the selected that make the deadline, in order */
     int client, local_step; /* what the runner reads now */
     runner_t run;
 } fedavg_t;
 
-/* The runner's data: micro-batch `micro` of the client's local step. */
+/* The runner's data: micro-batch `micro` of the client's local step; rows
+ * past the end of the shard (a client with fewer samples than a batch)
+ * are ignored (target -1: no loss, no gradient). */
 static void client_batch(train_t *tr, void *ctx, long step, int micro) {
     (void)step;
     fedavg_t *f = ctx;
-    const long *ids = f->ids + f->first[f->client] + (long)f->local_step * tr->o.batch + (long)micro * tr->mb;
-    data_batch_ids(&tr->data, ids, tr->mb, tr->tokens, tr->targets);
+    long at = (long)f->local_step * tr->o.batch + (long)micro * tr->mb;
+    int valid = (int)(f->count[f->client] - at), T = tr->o.seq;
+    valid = valid < 0 ? 0 : valid > tr->mb ? tr->mb : valid;
+    data_batch_ids(&tr->data, f->ids + f->first[f->client] + at, valid, tr->tokens, tr->targets);
+    for (long i = (long)valid * T; i < (long)tr->mb * T; i++) tr->tokens[i] = 0, tr->targets[i] = -1;
 }
 
 /* ClientUpdate: E epochs of local SGD steps on client k's shard, from the
- * weights loaded; returns the summed loss of the tokens trained on. A local
- * step is B = --batch samples (a shard's last n_k mod B are left out), or
- * with --full-batch (B = infinity) the whole shard, one sample per runner
- * step with the gradients summed in gsum. Each clips by its own norm. */
-static double client_update(train_t *tr, fedavg_t *f, int k, float lr, float *gsum) {
-    int B = f->full_batch ? f->count[k] : tr->o.batch, steps = B ? f->count[k] / B : 0;
+ * weights loaded; returns the summed loss and (in *tokens) the tokens
+ * trained on. A local step is B = --batch samples (a shard's last n_k mod B
+ * are left out); a shard of fewer than B samples is one step on all of it
+ * (its batch padded with ignored rows); with --full-batch (B = infinity)
+ * the whole shard, one sample per runner step with the gradients summed in
+ * gsum. Each step clips by its own norm. */
+static double client_update(train_t *tr, fedavg_t *f, int k, float lr, float *gsum, double *tokens) {
+    int n = f->count[k], small = n < tr->o.batch;
+    int B = f->full_batch || small ? n : tr->o.batch, steps = f->full_batch || small ? 1 : n / B;
     float *g = tr->opt.pieces[0].grad;   /* (n) fp32: the whole model's gradients */
     size_t bytes = tr->opt.n * sizeof(float);
+    *tokens = (double)f->epochs * steps * B * tr->o.seq;
+    if (n == 0) return 0;
     tr->loss_scale = (float)(1.0 / ((double)B * tr->o.seq));   /* the mean over the local step */
     f->client = k;
     double loss = 0;
@@ -132,6 +147,14 @@ static void select_clients(fedavg_t *f, int m, uint64_t seed, long round) {
     }
 }
 
+/* Client k's speed in round r, 2^u with u uniform in [-2, 2): the slowest
+ * take 16 times as long as the fastest, and a client slow in one round may
+ * be fast in the next (a phone busy, then idle). */
+static double client_speed(uint64_t seed, int k, long round) {
+    uint64_t h = splitmix64(splitmix64(seed ^ 0x5beedull) ^ (uint64_t)round << 32 ^ (uint64_t)k);
+    return exp2(4.0 * (double)(h >> 11) * 0x1.0p-53 - 2.0);
+}
+
 int main(int argc, char **argv) {
     fedavg_t f = {.clients = 8, .per_client = 24, .classes = 8, .epochs = 1, .eval_batches = 8,
                   .fraction = 1, .alpha = 0.5};
@@ -145,7 +168,7 @@ int main(int argc, char **argv) {
         {"full-batch", ARG_FLAG, &f.full_batch, "B = infinity: a local step is the client's whole shard (E 1: FedSGD)", NULL, 0, 0},
         {"deadline", ARG_DOUBLE, &f.deadline, "D: simulated seconds a client has per round (E n_k / speed_k; 0: none)", NULL, 0, 1e12},
         {"eval-batches", ARG_INT, &f.eval_batches, "micro-batches (--batch / --micro samples each) of the held-out mix for each round's evaluation loss", NULL, 1, 1e6},
-        {"clients-csv", ARG_STRING, &f.clients_csv, "write each client's rank, samples n_k, speed s_k and simulated seconds E n_k / s_k to this CSV", NULL, 0, 0},
+        {"clients-csv", ARG_STRING, &f.clients_csv, "write each selected client of each round: the rank that ran it (-1: dropped), samples n_k, speed s_k, simulated seconds E n_k / s_k", NULL, 0, 0},
         {"fed-csv", ARG_STRING, &f.fed_csv, "append one row per round (selected, dropped, losses, bytes) to this CSV", NULL, 0, 0},
     };
     train_program_t prog = {
@@ -168,6 +191,10 @@ int main(int argc, char **argv) {
     if (tr.o.data) usage_error("fedavg splits the synthetic corpus by class: no --data");
     if (tr.o.ckpt_dir) usage_error("fedavg takes no --ckpt-dir");
     if (tr.o.c.csv) usage_error("fedavg writes its rows with --fed-csv, not --csv");
+    /* a round averages weights: there is no step-1 gradient of a global batch to dump, and no step loop to trace */
+    if (tr.o.dump || tr.o.trace) usage_error("fedavg takes no --dump or --trace");
+    if ((long)f.clients * f.per_client > INT_MAX)
+        usage_error("--clients %d x --client-samples %d is more than %d samples", f.clients, f.per_client, INT_MAX);
     args_check_output(MPI_COMM_WORLD, "fed-csv", f.fed_csv, FED_HEADER);
     args_check_output(MPI_COMM_WORLD, "clients-csv", f.clients_csv, NULL);
     if (f.full_batch) {   /* one sample per runner step, summed */
@@ -184,34 +211,33 @@ int main(int argc, char **argv) {
     f.ids = xmalloc(sizeof(long) * (size_t)K * f.per_client);
     f.first = xmalloc(sizeof(int) * K);
     f.count = xmalloc(sizeof(int) * K);
-    f.speed = xmalloc(sizeof(double) * K);
     f.order = xmalloc(sizeof(int) * K);
+    f.finisher = xmalloc(sizeof(int) * K);
+    double t_split = now_s();
     data_client_split(&tr.data, K, f.per_client, f.classes, f.alpha, f.ids, f.first, f.count);
-    /* speeds 2^u, u uniform in [-2, 2): the slowest clients take 16 times as long as the fastest */
-    for (int k = 0; k < K; k++)
-        f.speed[k] = exp2(4.0 * (double)(splitmix64((uint64_t)tr.o.c.seed ^ 0x5beedull ^ (uint64_t)k << 20) >> 11) * 0x1.0p-53 - 2.0);
-    if (f.clients_csv && rank == 0) {
-        FILE *c = fopen(f.clients_csv, "w");   /* the table of this run: replaced, not appended */
-        if (!c) die("cannot write %s: %s", f.clients_csv, strerror(errno));
-        fprintf(c, "%s\n", CLIENTS_HEADER);
-        for (int k = 0; k < K; k++)
-            fprintf(c, "%d,%d,%d,%.17g,%.17g\n", k, k % N, f.count[k], f.speed[k], f.epochs * (double)f.count[k] / f.speed[k]);
-        out_close(c, f.clients_csv);
-    }
+    t_split = now_s() - t_split;
     tr.batch_fn = client_batch;
     tr.batch_ctx = &f;
 
-    int m = (int)lround(f.fraction * K);
+    int m = (int)lround(f.fraction * K), small = 0;
     if (m < 1) m = 1;
     int minn = f.count[0], maxn = f.count[0];
-    for (int k = 1; k < K; k++) minn = f.count[k] < minn ? f.count[k] : minn, maxn = f.count[k] > maxn ? f.count[k] : maxn;
+    for (int k = 0; k < K; k++) {
+        minn = f.count[k] < minn ? f.count[k] : minn, maxn = f.count[k] > maxn ? f.count[k] : maxn;
+        small += !f.full_batch && f.count[k] < B;
+    }
     char bstr[16];
     snprintf(bstr, sizeof bstr, "%d", B);
     double P = (double)tr.opt.n, ddp_mb = 2.0 * (m - 1) * 4.0 * P / 1e6;
-    say("fedavg:  %d clients over %d rank%s, %s split (%d to %d samples each), %d selected per round (C %.3g), "
-        "E %d, local batch %s, deadline %s\n", K, N, N == 1 ? "" : "s", f.alpha > 0 ? "Dirichlet" : "IID equal",
-        minn, maxn, m, f.fraction, f.epochs, f.full_batch ? "the whole shard" : bstr, f.deadline > 0 ? "on" : "none");
-    if (f.deadline > 0) say("fedavg:  deadline %.6g simulated s; client time E n_k / speed_k\n", f.deadline);
+    say("fedavg:  %d clients over %d rank%s, %s split (%d to %d samples each, dealt in %.3f s), %d selected per "
+        "round (C %.3g), E %d, local batch %s, deadline %s\n", K, N, N == 1 ? "" : "s",
+        f.alpha > 0 ? "Dirichlet" : "IID equal", minn, maxn, t_split, m, f.fraction, f.epochs,
+        f.full_batch ? "the whole shard" : bstr, f.deadline > 0 ? "on" : "none");
+    if (small)
+        say("fedavg:  %d client%s hold%s fewer than %d samples: one local step per epoch on the whole shard\n",
+            small, small == 1 ? "" : "s", small == 1 ? "s" : "", B);
+    if (f.deadline > 0)
+        say("fedavg:  deadline %.6g simulated s; client time E n_k / speed_k, speeds drawn each round\n", f.deadline);
     say("fedavg:  bytes per round 4 x %.0f x (selected + finished) <= %.7g MB; DDP over %d workers: 2 x (%d - 1) x 4 x "
         "%.0f = %.7g MB per step\n", P, 4.0 * P * 2 * m / 1e6, m, m, P, ddp_mb);
 
@@ -223,47 +249,61 @@ int main(int argc, char **argv) {
     tr.run_losses = xmalloc(sizeof(double) * (size_t)(tr.o.steps + 1));
     tr.run_norms = xmalloc(sizeof(double) * (size_t)(tr.o.steps + 1));
     FILE *csv = f.fed_csv && rank == 0 ? csv_open(f.fed_csv, FED_HEADER) : NULL;
+    FILE *ccsv = NULL;
+    if (f.clients_csv && rank == 0) {   /* the clients of this run: replaced, not appended */
+        if (!(ccsv = fopen(f.clients_csv, "w"))) die("cannot write %s: %s", f.clients_csv, strerror(errno));
+        fprintf(ccsv, "%s\n", CLIENTS_HEADER);
+    }
     say("\nround     0 | eval loss %.4f\n", eval_loss(&tr, &f));
     long dropped_all = 0, selected_all = 0;
     for (long r = 1; r <= tr.o.steps; r++) {
         select_clients(&f, m, (uint64_t)tr.o.c.seed, r);
-        float lr = lr_at((int)r, tr.o.warmup, tr.o.steps, (float)tr.o.lr, (float)(tr.o.lr / 10));
-        dev_memset0(&tr.dev, sum, bytes);
-        double tot[4] = {0};   /* sum of n_k, dropped, training loss, its tokens */
+        /* this round's speeds and deadline; the j-th that makes it runs on rank j mod N */
+        int nf = 0;
         for (int i = 0; i < m; i++) {
             int k = f.order[i];
-            if (k % N != rank) continue;
-            if (f.deadline > 0 && f.epochs * (double)f.count[k] / f.speed[k] > f.deadline) {
-                tot[1]++;
-                continue;
-            }
+            double speed = client_speed((uint64_t)tr.o.c.seed, k, r), t = f.epochs * (double)f.count[k] / speed;
+            int late = f.deadline > 0 && t > f.deadline;
+            if (ccsv) fprintf(ccsv, "%ld,%d,%d,%d,%.17g,%.17g,%d\n", r, k, late ? -1 : nf % N, f.count[k], speed, t, late);
+            if (!late) f.finisher[nf++] = k;
+        }
+        float lr = lr_at((int)r, tr.o.warmup, tr.o.steps, (float)tr.o.lr, (float)(tr.o.lr / 10));
+        dev_memset0(&tr.dev, sum, bytes);
+        double tot[3] = {0};   /* sum of n_k, training loss, its tokens */
+        for (int j = rank; j < nf; j += N) {
+            int k = f.finisher[j];
+            double tokens;
             optim_load(&tr.opt, tr.dtype, w);
-            tot[2] += client_update(&tr, &f, k, lr, gsum);
-            tot[3] += (double)f.epochs * (f.full_batch ? f.count[k] : f.count[k] / B * B) * tr.o.seq;
+            tot[1] += client_update(&tr, &f, k, lr, gsum, &tokens);
+            tot[2] += tokens;
             op_scale(&tr.dev, DT_F32, tr.opt.master, (float)f.count[k], tr.opt.n);   /* n_k w_k */
             op_add(&tr.dev, DT_F32, sum, tr.opt.master, sum, tr.opt.n);
             tot[0] += f.count[k];
         }
         comm_allreduce(&tr.grad, sum, sum, tr.opt.n, DT_F32, RED_SUM);
-        dist_allreduce(tot, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "round totals");
+        dist_allreduce(tot, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "round totals");
         if (tot[0] > 0) {
             op_scale(&tr.dev, DT_F32, sum, (float)(1.0 / tot[0]), tr.opt.n);
             dev_copy(&tr.dev, w, sum, bytes);
         }
         optim_load(&tr.opt, tr.dtype, w);
-        double ev = eval_loss(&tr, &f), train = tot[3] > 0 ? tot[2] / tot[3] : NAN;
-        int dropped = (int)tot[1];
+        /* nobody trained (every client dropped, or empty shards): no training loss */
+        double ev = eval_loss(&tr, &f), train = tot[2] > 0 ? tot[1] / tot[2] : NAN;
+        int dropped = m - nf;
         double mb = 4.0 * P * (2 * m - dropped) / 1e6;
         selected_all += m;
         dropped_all += dropped;
-        say("round %5ld/%d | selected %d | dropped %d | train loss %.4f | eval loss %.4f | lr %.2e | %.4f MB\n",
-            r, tr.o.steps, m, dropped, train, ev, lr, mb);
+        char tl[16] = "     -";
+        if (tot[2] > 0) snprintf(tl, sizeof tl, "%.4f", train);
+        say("round %5ld/%d | selected %d | dropped %d | train loss %s | eval loss %.4f | lr %.2e | %.4f MB\n",
+            r, tr.o.steps, m, dropped, tl, ev, lr, mb);
         if (csv) {
             fprintf(csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f", r, K, f.fraction, f.epochs,
                     f.deadline, f.alpha, m, dropped, train, ev, mb, ddp_mb);
             csv_end_row(csv, "measured");
             out_flush(csv, f.fed_csv);
         }
+        if (ccsv) out_flush(ccsv, f.clients_csv);
         tr.run_steps[tr.nrun] = r;
         tr.run_losses[tr.nrun] = train;
         tr.run_norms[tr.nrun++] = 0;
@@ -271,14 +311,15 @@ int main(int argc, char **argv) {
     say("fedavg:  %ld of %ld selected clients dropped (%.1f%%)\n", dropped_all, selected_all,
         100.0 * (double)dropped_all / (double)selected_all);
     if (csv) out_close(csv, f.fed_csv);
+    if (ccsv) out_close(ccsv, f.clients_csv);
     dev_free(&tr.dev, w);
     dev_free(&tr.dev, sum);
     dev_free(&tr.dev, gsum);
     free(f.ids);
     free(f.first);
     free(f.count);
-    free(f.speed);
     free(f.order);
+    free(f.finisher);
     runner_free(&f.run);
     train_finish(&tr);
     return 0;

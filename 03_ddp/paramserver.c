@@ -27,8 +27,12 @@
  * unbounded in ASP. With one worker every mode is the 1-rank trainer
  * (03_ddp/ddp) update for update.
  *
- * --straggler RANK:FACTOR makes worker RANK take FACTOR times its compute
- * time (a sleep of FACTOR - 1 times it after each gradient). */
+ * --straggler RANK:FACTOR makes worker RANK's clocks FACTOR times as long as
+ * they would be: before each push it sleeps FACTOR - 1 times its previous
+ * clock's own length (pull, compute and push, the sleep left out; in clock
+ * 1, its pull and compute). The sleep lies between its pull and its push,
+ * as a slow device's compute does, so its gradients grow stale as a slow
+ * worker's would. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +46,9 @@
 
 /* One row per update, written by server 0: loss against wall-clock time and
  * against updates. loss: the update's gradients' mean loss; staleness: the
- * largest of its gradients'. */
-#define PS_HEADER "sync,workers,straggler,update,clock,seconds,loss,staleness,lr,norm"
+ * largest of its gradients'; worker_rank: whose gradient it is (ASP), or
+ * "all" (BSP, SSP). */
+#define PS_HEADER "sync,workers,straggler,update,clock,seconds,loss,staleness,lr,norm,worker_rank"
 
 enum { TAG_PULL = 11, TAG_VERSION, TAG_WEIGHTS, TAG_PUSH, TAG_GRAD };
 enum { ASP = -1 };   /* bound: -1 for ASP, else SSP's S (BSP: 0) */
@@ -53,6 +58,7 @@ typedef struct {
     const char *sync, *straggler, *csv;
     int slow_rank;
     double slow_factor;
+    long pushed;                      /* a worker's gradients pushed */
     size_t N, lo, hi;                 /* the model's parameters; this server's shard */
     train_t *tr;
 } ps_t;
@@ -98,8 +104,9 @@ static void parse_sync(ps_t *p) {
         usage_error("--sync %s: expected bsp, async or ssp:S", p->sync);
     if (p->straggler) {
         int used = 0;
+        /* !(a <= f <= b): NaN compares false, and is refused with the rest */
         if (sscanf(p->straggler, "%d:%lf%n", &p->slow_rank, &p->slow_factor, &used) != 2 ||
-            p->straggler[used] || p->slow_factor < 1 || p->slow_factor > 1000)
+            p->straggler[used] || !(p->slow_factor >= 1 && p->slow_factor <= 1000))
             usage_error("--straggler %s: expected RANK:FACTOR with FACTOR from 1 to 1000", p->straggler);
     } else
         p->slow_rank = -1;
@@ -113,7 +120,9 @@ static void worker(ps_t *p, runner_t *run) {
     long *version = xmalloc(sizeof(long) * (size_t)S);
     MPI_Request *r = xmalloc(sizeof(MPI_Request) * (size_t)(3 * S));
     double *head = xmalloc(sizeof(double) * 4 * (size_t)S);
+    double own = 0, slept = 0;   /* the last clock's own length; this clock's sleep */
     for (long c = 1; c <= tr->o.steps; c++) {
+        double t0 = now_s();
         /* pull: the replies' receives are posted before the requests */
         for (int s = 0; s < S; s++) {
             size_t lo = shard_lo(p, s);
@@ -125,11 +134,13 @@ static void worker(ps_t *p, runner_t *run) {
         wait_all(3 * S, r, "a pull of the weights");
         model_load_params(&tr->model, w);
 
-        double t0 = now_s();
         train_step_t st = {0};
         runner_step(tr, run, c, &st);
         dev_to_host(&tr->dev, g, tr->model.grads, p->N * sizeof(float));
-        if (tr->dist.rank == p->slow_rank) sleep_s((p->slow_factor - 1) * (now_s() - t0));
+        if (tr->dist.rank == p->slow_rank) {   /* the straggler: the whole clock FACTOR times as long */
+            slept = (p->slow_factor - 1) * (c == 1 ? now_s() - t0 : own);
+            sleep_s(slept);
+        }
 
         /* ASP applies each gradient alone: the gradient of this worker's
          * mean loss, W x the share of the global mean it holds. */
@@ -149,6 +160,8 @@ static void worker(ps_t *p, runner_t *run) {
                                 MPI_COMM_WORLD, &r[2 * s + 1]));
         }
         wait_all(2 * S, r, "a push of the gradient");
+        p->pushed++;
+        own = now_s() - t0 - slept;
     }
     free(w);
     free(g);
@@ -169,6 +182,7 @@ typedef struct {
 typedef struct {
     long version, total;              /* updates applied, to apply */
     long *hist;                       /* (total + 1) gradients per staleness */
+    long *wstale;                     /* (2 W) each worker's summed and largest staleness */
     long *pending;                    /* (W) clock of a waiting pull, 0: none */
     long *next;                       /* (W) the clock each worker pushes next */
     long applied;                     /* gradients applied */
@@ -208,6 +222,8 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
         for (size_t i = 0; i < count; i++) sv->sum[i] += g[i];
         long stale = sv->version - sl->pulled[w];
         sv->hist[stale]++;
+        sv->wstale[2 * w] += stale;
+        if (stale > sv->wstale[2 * w + 1]) sv->wstale[2 * w + 1] = stale;
         if (stale > stale_max) stale_max = (double)stale;
         loss += sl->loss[w] / n;
     }
@@ -237,8 +253,10 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
     tr->run_losses[tr->nrun] = loss;
     tr->run_norms[tr->nrun++] = norm;
     if (sv->csv) {
-        fprintf(sv->csv, "%s,%d,%s,%ld,%ld,%.6f,%.6f,%.0f,%.6g,%.6g", p->sync, W,
+        fprintf(sv->csv, "%s,%d,%s,%ld,%ld,%.6f,%.6f,%.0f,%.6g,%.6g,", p->sync, W,
                 p->straggler ? p->straggler : "none", sv->version, clock, t, loss, stale_max, lr, norm);
+        if (n == 1) fprintf(sv->csv, "%d", workers[0] + p->servers);
+        else fprintf(sv->csv, "all");
         csv_end_row(sv->csv, "measured");
         out_flush(sv->csv, p->csv);
     }
@@ -326,19 +344,22 @@ static void server(ps_t *p, ps_server_t *sv) {
 /* ---- the program ----------------------------------------------------------------- */
 static void summary(ps_t *p, ps_server_t *sv, double seconds) {
     train_t *tr = p->tr;
-    int S = p->servers, is_server = tr->dist.rank < S;
+    int S = p->servers, W = p->workers, is_server = tr->dist.rank < S;
     long n = sv->total + 1, *all = tr->dist.rank == 0 ? xcalloc((size_t)(S * n), sizeof(long)) : NULL;
-    long counts[2] = {is_server ? sv->version : 0, is_server ? sv->applied : 0};
-    long *cnt = tr->dist.rank == 0 ? xmalloc(sizeof(long) * 2 * (size_t)tr->dist.world) : NULL;
-    MPI_CHECK(MPI_Gather(counts, 2, MPI_LONG, cnt, 2, MPI_LONG, 0, MPI_COMM_WORLD));
-    if (is_server)
+    long *ws = tr->dist.rank == 0 ? xcalloc((size_t)(2 * S * W), sizeof(long)) : NULL;
+    long counts[3] = {is_server ? sv->version : 0, is_server ? sv->applied : 0, p->pushed};
+    long *cnt = tr->dist.rank == 0 ? xmalloc(sizeof(long) * 3 * (size_t)tr->dist.world) : NULL;
+    MPI_CHECK(MPI_Gather(counts, 3, MPI_LONG, cnt, 3, MPI_LONG, 0, MPI_COMM_WORLD));
+    if (is_server) {
         MPI_CHECK(MPI_Gather(sv->hist, (int)n, MPI_LONG, all, (int)n, MPI_LONG, 0, sv->servers));
+        MPI_CHECK(MPI_Gather(sv->wstale, 2 * W, MPI_LONG, ws, 2 * W, MPI_LONG, 0, sv->servers));
+    }
     if (tr->dist.rank == 0) {
         say("\n");
         for (int s = 0; s < S; s++) {
             long max = 0, sum = 0, k = 0;
             say("server %d: %ld updates from %ld gradients (%d workers x %d clocks); staleness:", s,
-                cnt[2 * s], cnt[2 * s + 1], p->workers, tr->o.steps);
+                cnt[3 * s], cnt[3 * s + 1], W, tr->o.steps);
             for (long i = 0; i < n; i++)
                 if (all[s * n + i]) {
                     say(" %ld:%ld", i, all[s * n + i]);
@@ -347,12 +368,20 @@ static void summary(ps_t *p, ps_server_t *sv, double seconds) {
                     k += all[s * n + i];
                 }
             say(" (max %ld, mean %.2f)\n", max, k ? (double)sum / k : 0.0);
+            say("server %d: staleness by worker rank (mean/max):", s);
+            for (int w = 0; w < W; w++)
+                say(" %d: %.2f/%ld", S + w, (double)ws[2 * (s * W + w)] / tr->o.steps, ws[2 * (s * W + w) + 1]);
+            say("\n");
         }
+        /* counted by the workers themselves, against the servers' counts above */
+        say("workers: gradients pushed by rank:");
+        for (int w = 0; w < W; w++) say(" %d:%ld", S + w, cnt[3 * (S + w) + 2]);
+        say("\n");
         say("time:    %ld updates in %.3f s = %.1f updates/s, %s tok/s\n", sv->total, seconds,
-            sv->total / seconds, train_si((char[32]){0}, 32, (double)cnt[1] * tr->global_tokens /
-                                              p->workers / seconds));
+            sv->total / seconds, train_si((char[32]){0}, 32, (double)cnt[1] * tr->global_tokens / W / seconds));
     }
     free(all);
+    free(ws);
     free(cnt);
 }
 
@@ -362,7 +391,7 @@ int main(int argc, char **argv) {
         {"servers", ARG_INT, &p.servers, "ranks 0..S-1 are servers, each owning a shard of the weights", NULL, 1, 1e6},
         {"sync", ARG_STRING, &p.sync, "bsp (wait for every worker), async (never wait) or ssp:S (at most S "
          "clocks ahead)", NULL, 0, 0},
-        {"straggler", ARG_STRING, &p.straggler, "RANK:FACTOR: worker RANK computes FACTOR times slower", NULL, 0, 0},
+        {"straggler", ARG_STRING, &p.straggler, "RANK:FACTOR: worker RANK's clocks (pull, compute, push) take FACTOR times as long", NULL, 0, 0},
     };
     train_program_t prog = {
         "03_ddp", "03_ddp/paramserver", "data parallel through a parameter server",
@@ -379,15 +408,16 @@ int main(int argc, char **argv) {
     if (p.straggler && (p.slow_rank < S || p.slow_rank >= world))
         usage_error("--straggler %s: rank %d is no worker (workers are ranks %d..%d)", p.straggler,
                     p.slow_rank, S, world - 1);
-    if (tr.o.batch % (W * tr.o.micro) || tr.o.batch % (world * tr.o.micro))
-        usage_error("--batch %d must be divisible by the %d workers x --micro %d (a worker's share) and by "
-                    "the %d ranks x --micro", tr.o.batch, W, tr.o.micro, world);
+    if (tr.o.batch % (W * tr.o.micro))
+        usage_error("--batch %d must be divisible by the %d workers x --micro %d (a worker's share)",
+                    tr.o.batch, W, tr.o.micro);
     if (tr.o.ckpt_dir || tr.o.resume || tr.o.dump || tr.o.trace)
         usage_error("--ckpt-dir, --resume, --dump and --trace are not offered by the parameter server");
     p.workers = W;
     p.csv = tr.o.c.csv;   /* the rows here are updates, not the trainers' steps */
     tr.o.c.csv = NULL;
     args_check_output(MPI_COMM_WORLD, "csv", p.csv, PS_HEADER);
+    tr.batch_per_rank = 1;   /* split over the W workers below, not over every rank */
     train_setup(&tr, 1, 1, 1);
     int rank = tr.dist.rank, is_server = rank < S;
     /* the data: W shares of each clock's global batch, as DDP's W ranks */
@@ -422,6 +452,7 @@ int main(int argc, char **argv) {
     runner_t run;
     if (!is_server) runner_init(&run, NULL, &tr, (grad_strategy_t){0}, 0, 0);
     sv.hist = xcalloc((size_t)sv.total + 1, sizeof(long));
+    sv.wstale = xcalloc(2 * (size_t)W, sizeof(long));
     say("\n");
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     sv.t_start = MPI_Wtime();
@@ -446,6 +477,7 @@ int main(int argc, char **argv) {
     if (!is_server) runner_free(&run);
     else MPI_CHECK(MPI_Comm_free(&sv.servers));
     free(sv.hist);
+    free(sv.wstale);
     free(sv.pending);
     free(sv.next);
     free(sv.host);

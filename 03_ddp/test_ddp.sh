@@ -245,6 +245,7 @@ fedavg-ddp)  # NP [FLAGS...]: one FedAvg round of 4 clients x 3 samples (every c
         --fraction 1 --local-epochs 1 "$@" --save-final "$dir/fed.bin"
     echo "DDP step on 12 samples vs a FedAvg round on $np ranks: $*"
     grep -h '^fedavg:\|^round' "$dir/fed.log"
+    if grep -qi nan "$dir/fed.log"; then echo "error: fedavg printed nan"; exit 1; fi
     $CMP "$dir/fed.bin" "$dir/ddp.bin" --tol 1e-5 --no-norms
     ;;
 fedavg-ranks)  # NP [FLAGS...]: FedAvg (non-IID, C 0.5, E 2, a deadline) on NP ranks = on 1 CPU rank, within
@@ -289,7 +290,8 @@ fedavg-bytes)  # NP: each round's MB = 4 P (selected + finished) / 1e6, P = DDP'
     ;;
 fedavg-clients)  # NP ALPHA: the clients' table against the formulas, and each round's drops against it
     # (C 1: every client selected): the shards hold K n samples, IID shards are equal, t_k = E n_k /
-    # s_k, and a round drops exactly the clients with t_k > D
+    # s_k with speeds drawn afresh each round, a round drops exactly the clients with t_k > D, and
+    # the j-th client that makes the deadline runs on rank j mod NP (the ranks run clients at once)
     np=$2; alpha=$3
     DDP=./03_ddp/fedavg run "$np" "$dir/fed.log" "${TINY[@]}" --steps 3 --clients 12 --client-samples 10 \
         --batch 4 --alpha "$alpha" --fraction 1 --local-epochs 3 --deadline 20 --clients-csv "$dir/clients.csv" \
@@ -298,18 +300,83 @@ fedavg-clients)  # NP ALPHA: the clients' table against the formulas, and each r
     awk -F, -v np="$np" -v alpha="$alpha" '
         FNR == 1 { for (i = 1; i <= NF; i++) c[FILENAME, $i] = i; next }
         FILENAME ~ /clients/ {
-            k = $c[FILENAME, "client"]; n = $c[FILENAME, "samples"]; s = $c[FILENAME, "speed"]; t = $c[FILENAME, "seconds"]
-            total += n; K++; late += t > 20
-            if ($c[FILENAME, "rank"] != k % np) { printf "error: client %d on rank %d\n", k, $c[FILENAME, "rank"]; bad = 1 }
+            r = $c[FILENAME, "round"]; k = $c[FILENAME, "client"]; n = $c[FILENAME, "samples"]
+            s = $c[FILENAME, "speed"]; t = $c[FILENAME, "seconds"]; d = $c[FILENAME, "dropped"]
+            rows[r]++; late[r] += t > 20
+            if (r == 1) { total += n; K++ }
+            if ((k, "n") in seen && seen[k, "n"] != n) { printf "error: client %d holds %d, then %d samples\n", k, seen[k, "n"], n; bad = 1 }
+            seen[k, "n"] = n
+            if (r > 1 && s != speed[k]) changed++
+            if (r > 1 && d != was[k]) flipped++
+            speed[k] = s; was[k] = d
+            want = d ? -1 : fin[r]++ % np
+            if ($c[FILENAME, "rank"] != want) { printf "error: round %d client %d ran on rank %d, expected %d\n", r, k, $c[FILENAME, "rank"], want; bad = 1 }
+            if (d != (t > 20)) { printf "error: round %d client %d: %g s, dropped %d\n", r, k, t, d; bad = 1 }
             if (alpha == 0 && n != 10) { printf "error: IID client %d holds %d samples, not 10\n", k, n; bad = 1 }
             if (s < 0.25 || s >= 4) { printf "error: client %d speed %g outside [0.25, 4)\n", k, s; bad = 1 }
             if ((t - 3 * n / s) ^ 2 > 1e-18 * t * t) { printf "error: client %d: %g s, not 3 x %d / %g\n", k, t, n, s; bad = 1 }
             next }
-        { rounds++; if ($c[FILENAME, "dropped"] != late) { printf "error: round %d dropped %d, %d clients are late\n",
-                                                             $c[FILENAME, "round"], $c[FILENAME, "dropped"], late; bad = 1 } }
-        END { printf "%d clients, %d samples (want 120), %d with E n_k / s_k > 20; %d rounds checked\n", K, total, late, rounds
+        { r = $c[FILENAME, "round"]; rounds++
+          if ($c[FILENAME, "dropped"] != late[r] || rows[r] != 12) {
+              printf "error: round %d dropped %d of %d rows, %d clients are late\n", r, $c[FILENAME, "dropped"], rows[r], late[r]; bad = 1 } }
+        END { printf "%d clients, %d samples (want 120); late per round: %d %d %d; %d speeds redrawn, %d clients dropped in one round and not the next\n",
+                     K, total, late[1], late[2], late[3], changed, flipped
               if (total != 120 || K != 12 || rounds != 3) { print "error: expected 12 clients, 120 samples, 3 rounds"; bad = 1 }
+              if (changed != 24) { print "error: not every speed was drawn afresh each round"; bad = 1 }
+              if (flipped == 0) { print "error: the same clients were dropped in every round"; bad = 1 }
               exit bad }' "$dir/clients.csv" "$dir/fed.csv"
+    ;;
+fedavg-sampling)  # every client is selected with the same probability m / K (the last one too): 10
+    # clients, 3 a round, 1000 rounds (each client dropped by a deadline none meets, so nothing
+    # trains); the selection counts pass a chi-square test at p = 0.001 (9 degrees of freedom: 27.88)
+    DDP=./03_ddp/fedavg run 1 "$dir/fed.log" "${TINY[@]}" --steps 1000 --clients 10 --client-samples 2 \
+        --fraction 0.3 --deadline 1e-9 --eval-batches 1 --clients-csv "$dir/clients.csv"
+    awk -F, 'NR > 1 { n[$2]++; rows++ }
+        END { for (k = 0; k < 10; k++) { chi += (n[k] - 300) ^ 2 / 300; printf "client %d: %d\n", k, n[k]; if (!n[k]) bad = 1 }
+              printf "%d selections (want 3000), chi-square %.2f (bound 27.88)\n", rows, chi
+              if (rows != 3000 || chi > 27.88 || bad) { print "error: the clients are not selected uniformly"; exit 1 } }' \
+        "$dir/clients.csv"
+    ;;
+fedavg-epochs)  # E local epochs are E x the client's steps: one client of 8 samples, B 4 (2 steps an
+    # epoch), plain SGD at a small lr (3e-4: --lr 0.003 in a 1-round run is its lr / 10, where SGD is
+    # nearly linear: measured 0.7% off): the move from w0 with E 3 is 3 x the move with E 1, which is
+    # 2 x the move of one full-batch step (the mean gradient of 8 samples, where B 4 steps twice)
+    flags=("${TINY[@]}" --steps 1 --warmup 0 --clip 0 --clients 1 --client-samples 8 --alpha 0 --batch 4 --lr 0.003)
+    DDP=./03_ddp/fedavg run 1 "$dir/w0.log" "${flags[@]}" --lr 0 --save-final "$dir/w0.bin"
+    DDP=./03_ddp/fedavg run 1 "$dir/e1.log" "${flags[@]}" --local-epochs 1 --save-final "$dir/e1.bin"
+    DDP=./03_ddp/fedavg run 1 "$dir/e3.log" "${flags[@]}" --local-epochs 3 --save-final "$dir/e3.bin"
+    DDP=./03_ddp/fedavg run 1 "$dir/full.log" "${flags[@]}" --full-batch --save-final "$dir/full.bin"
+    python3 03_ddp/check_moves.py "$dir/w0.bin" "$dir/e3.bin" 3 "$dir/e1.bin" 0.02
+    python3 03_ddp/check_moves.py "$dir/w0.bin" "$dir/e1.bin" 2 "$dir/full.bin" 0.02
+    ;;
+diloco-momentum)  # DiLoCo's outer Nesterov step against a hand computation (03_ddp/check_moves.py
+    # --diloco), 2 ranks, H 2, plain SGD with an lr that does not depend on the run's length (inside
+    # the warm-up, lr x step / 50): w0 (lr 0), the plain averages w1 after 2 steps and w2 after 4
+    flags=("${TINY[@]}" --optim sgd --clip 0 --lr 10 --warmup 50 --local-steps 2)
+    run 2 "$dir/w0.log" "${flags[@]}" --steps 2 --lr 0 --save-final "$dir/w0.bin"
+    run 2 "$dir/w1.log" "${flags[@]}" --steps 2 --save-final "$dir/w1.bin"
+    run 2 "$dir/w2.log" "${flags[@]}" --steps 4 --save-final "$dir/w2.bin"
+    # one outer step, eta 0.5: w0 - eta (1 + mu) (w0 - w1), mu 0.9 and 0
+    run 2 "$dir/m9.log" "${flags[@]}" --steps 2 --outer-lr 0.5 --outer-momentum 0.9 --save-final "$dir/m9.bin"
+    run 2 "$dir/m0.log" "${flags[@]}" --steps 2 --outer-lr 0.5 --outer-momentum 0 --save-final "$dir/m0.bin"
+    # two outer steps, eta 1 / 1.9, mu 0.9: the first lands on w1, the second on w2 - eta mu^2 (w0 - w1)
+    run 2 "$dir/two.log" "${flags[@]}" --steps 4 --outer-lr 0.5263157894736842 --outer-momentum 0.9 \
+        --save-final "$dir/two.bin"
+    python3 03_ddp/check_moves.py --diloco "$dir"
+    ;;
+dp-timed)  # N: dataparallel's summary (the bench row) is the mean of every step but the first: its
+    # step_ms and serial_ms against the trainer's CSV rows of steps 2..5 (ms, exposed_comm_ms)
+    n=$2
+    ./03_ddp/dataparallel "${TINY[@]}" --replicas "$n" --steps 5 --csv "$dir/steps.csv" --bench-csv "$dir/bench.csv" \
+        >"$dir/dp.log" 2>&1 || { tail -n 20 "$dir/dp.log"; exit 1; }
+    awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) c[FILENAME, $i] = i; next }
+        FILENAME ~ /steps/ { if ($1 >= 2) { ms += $c[FILENAME, "ms"]; ex += $c[FILENAME, "exposed_comm_ms"]; k++ }
+                             all += $c[FILENAME, "exposed_comm_ms"]; next }
+        { step = $c[FILENAME, "step_ms"]; serial = $c[FILENAME, "serial_ms"] }
+        END { ms /= k; ex /= k
+              printf "steps 2-5: %.4f ms a step, %.4f ms serial; bench row: %s and %s; steps 1-5 serial: %.4f\n", ms, ex, step, serial, all / 5
+              if (k != 4 || (ms - step) ^ 2 > 0.0015 ^ 2 || (ex - serial) ^ 2 > 0.0015 ^ 2) {
+                  print "error: the bench row is not the mean of steps 2-5"; exit 1 } }' "$dir/steps.csv" "$dir/bench.csv"
     ;;
 emu)  # NP GPUS COMM TOL WTOL [FLAGS...]: the CUDA path on emulated GPUs (tests/cuda_emu)
     # against the CPU's 1-rank run (CPU_NP=N: N ranks), 6 steps; CMP_FLAGS go to compare.

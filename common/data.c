@@ -296,10 +296,17 @@ void data_client_split(const data_t *d, int clients, int per_client, int classes
         for (int k = 0; k < clients; k++) first[k] = k * per_client, count[k] = per_client;
         return;
     }
-    int *cls = xmalloc(sizeof(int) * (size_t)n), *owner = xmalloc(sizeof(int) * (size_t)n);
-    long *in_class = xcalloc((size_t)classes, sizeof(long));
+    /* Linear in the samples and the clients: the samples bucketed by class
+     * (a counting sort, ascending ids within a class), then by owner. */
+    int *owner = xmalloc(sizeof(int) * (size_t)n);
+    long *by_class = xmalloc(sizeof(long) * (size_t)n), *at = xcalloc((size_t)classes + 1, sizeof(long));
     double *p = xmalloc(sizeof(double) * (size_t)clients);
-    for (long g = 0; g < n; g++) in_class[cls[g] = data_sample_class(d, g, classes)]++;
+    for (long g = 0; g < n; g++) at[(owner[g] = data_sample_class(d, g, classes)) + 1]++;
+    for (int c = 0; c < classes; c++) at[c + 1] += at[c];   /* class c: by_class[at[c] .. at[c + 1]) */
+    long *next = xmalloc(sizeof(long) * (size_t)classes);
+    for (int c = 0; c < classes; c++) next[c] = at[c];
+    for (long g = 0; g < n; g++) by_class[next[owner[g]]++] = g;
+    free(next);
     rng_t r = {splitmix64(d->seed ^ 0xd112c41e7ull)};
     for (int c = 0; c < classes; c++) {
         /* p ~ Dirichlet(alpha, ..., alpha): normalised Gamma(alpha) draws */
@@ -307,26 +314,24 @@ void data_client_split(const data_t *d, int clients, int per_client, int classes
         for (int k = 0; k < clients; k++) sum += p[k] = rng_gamma(&r, alpha);
         /* the class's j-th sample goes to the client whose share of the
          * cumulative proportions holds (j + 1/2) / n_c */
-        long j = 0;
+        long nc = at[c + 1] - at[c];
         int k = 0;
         double cum = p[0] / sum;
-        for (long g = 0; g < n; g++) {
-            if (cls[g] != c) continue;
-            double at = (j++ + 0.5) / (double)in_class[c];
-            while (at > cum && k < clients - 1) cum += p[++k] / sum;
-            owner[g] = k;
+        for (long j = 0; j < nc; j++) {
+            double where = (j + 0.5) / (double)nc;
+            while (where > cum && k < clients - 1) cum += p[++k] / sum;
+            owner[by_class[at[c] + j]] = k;
         }
     }
-    long at = 0;
-    for (int k = 0; k < clients; k++) {
-        first[k] = (int)at;
-        for (long g = 0; g < n; g++)
-            if (owner[g] == k) ids[at++] = g;
-        count[k] = (int)(at - first[k]);
-    }
-    free(cls);
+    /* client k's ids, ascending: a counting sort by owner */
+    for (int k = 0; k < clients; k++) count[k] = 0;
+    for (long g = 0; g < n; g++) count[owner[g]]++;
+    for (int k = 0, f = 0; k < clients; f += count[k++]) first[k] = f;
+    for (int k = 0; k < clients; k++) count[k] = 0;
+    for (long g = 0; g < n; g++) ids[first[owner[g]] + count[owner[g]]++] = g;
     free(owner);
-    free(in_class);
+    free(by_class);
+    free(at);
     free(p);
 }
 

@@ -638,11 +638,14 @@ static double head_forward(model_t *m, model_acts_t *a) {
     return sum;
 }
 
-static void head_backward_input(model_t *m, model_acts_t *a, float scale, void *dlogits) {
+/* dy: the logits' gradient computed elsewhere (DataParallel's device 0
+ * takes the loss), or NULL: computed here from the logits. */
+static void head_backward_input(model_t *m, model_acts_t *a, float scale, void *dlogits, const void *dy) {
     const device_t *d = m->d;
     const dtype_t t = m->dtype;
     const int u = m->n_units - 1, Rs = (int)a->rows, Rf = (int)a->rows_full, C = m->cfg.dim, V = m->V;
-    op_xent_backward(d, t, a->logits, a->targets, a->lse, dlogits, scale, Rf, V, m->v0);
+    if (dy) dev_copy(d, dlogits, dy, (size_t)Rf * V * es_of(m));
+    else op_xent_backward(d, t, a->logits, a->targets, a->lse, dlogits, scale, Rf, V, m->v0);
     op_matmul(d, 0, 1, Rf, C, V, 1.0f, dlogits, V, W(m, u, C), V, t, 0.0f, m->scr.dxn, C, t);
     void *dxr = reduced(m, a, m->scr.dxn, m->scr.dxn_r);
     op_rmsnorm_backward(d, t, a->resid[a->n_layers], W(m, u, 0), a->rstdf, dxr, NULL, m->scr.dres,
@@ -734,7 +737,7 @@ void model_backward(model_t *m, model_acts_t *a, float scale, const void *dy) {
     if (a->has_head) {
         int u = m->n_units - 1;
         unit_hooks(m, u, PASS_BACKWARD, 0);
-        head_backward_input(m, a, scale, m->scr.dlogits);
+        head_backward_input(m, a, scale, m->scr.dlogits, dy);
         head_backward_weights(m, a, m->scr.dlogits);
         unit_hooks(m, u, PASS_BACKWARD, 1);
     } else {
@@ -757,7 +760,7 @@ void model_backward_input(model_t *m, model_acts_t *a, float scale, const void *
     if (a->has_head) {
         int u = m->n_units - 1;
         unit_hooks(m, u, PASS_INPUT_GRAD, 0);
-        head_backward_input(m, a, scale, a->dlogits);
+        head_backward_input(m, a, scale, a->dlogits, dy);
         unit_hooks(m, u, PASS_INPUT_GRAD, 1);
     } else {
         if (!dy) die("model_backward_input: a chunk without the head needs the gradient of its output");

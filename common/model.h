@@ -387,8 +387,10 @@ int model_counts_loss(const model_t *m);
 
 /* Backward through a's forward, ACCUMULATING (+=) into the units' gradients.
  * With the head, dlogits = (softmax - onehot) * scale (the trainer passes
- * 1/global_tokens, so grads are of the mean loss) and dy is unused; without
- * it, dy is the gradient of the chunk's output ((R, C), dtype, device).
+ * 1/global_tokens, so grads are of the mean loss) when dy is NULL; a non-NULL
+ * dy is dlogits itself ((Rf, V), dtype, device), computed where the loss was
+ * taken (DataParallel's device 0), and scale is unused. Without the head,
+ * dy is the gradient of the chunk's output ((R, C), dtype, device).
  * Without the embedding the gradient of the chunk's input is left in
  * model_grad_input(m) (valid until the next backward). After each unit's
  * backward the after-hooks run (on a GPU its kernels are queued, not
