@@ -469,7 +469,7 @@ static int header_has_source(const char *header) {
 }
 
 void csv_end_row(FILE *f, const char *source) {
-    static char cpu[128];
+    static char cpu[256];
     if (!cpu[0]) {
         char ident[256];
         cpu_identity(ident, sizeof ident);
