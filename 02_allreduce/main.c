@@ -493,6 +493,7 @@ int main(int argc, char **argv) {
     FILE *csv = o.ca.csv && d.rank == 0 ? csv_open(o.ca.csv, CSV_HEADER) : NULL;
     measure_link(&h, d.rank);
     record_init(MPI_COMM_WORLD, o.record);
+    if (h.link.ok) record_link(h.link.alpha_us, 1e-3 / h.link.beta_us_per_byte);
 
     long long total_wrong = run_all(&h, &o, &d, &cm, csv);
     record_write();

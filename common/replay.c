@@ -486,6 +486,11 @@ int replay_trace_read(replay_trace_t *t, const char *path, char *err, size_t len
         return fail(err, len, "%s: not a record file of version 1 (its first line: record 1 WORLD)", path);
     }
     replay_trace_init(t, world);
+    long at = ftell(f);
+    if (fscanf(f, "link %lf %lf ", &t->link_us, &t->link_gbps) != 2 || !(t->link_gbps > 0) || t->link_us < 0) {
+        t->link_us = t->link_gbps = 0;
+        fseek(f, at, SEEK_SET);
+    }
     int rc = read_lines(t, f, path, err, len);
     fclose(f);
     if (rc == 0) rc = validate(t, err, len);

@@ -76,6 +76,7 @@ typedef struct {
     int ngroups;
     rp_group_t *group;
     int cap_groups, *cap;  /* growth (replay_trace_add) */
+    double link_us, link_gbps;   /* the link the record's run measured (its "link" line), or 0 */
 } replay_trace_t;
 
 /* Building a trace by hand (tests, chapter 07's schedules): an empty trace of

@@ -155,7 +155,8 @@ static struct {
     int on, paused, depth, begin;
     MPI_Comm comm;
     char *path;
-    double mark, inside, entered;   /* thread CPU seconds: last recorded point, inside calls since, entry */
+    double mark, inside, entered;
+    double link_us, link_gbps;      /* record_link: 0 when not measured */   /* thread CPU seconds: last recorded point, inside calls since, entry */
     rp_event_t *ev;
     int n, cap;
     int *groups, ngroups, gints, gcap;   /* per group: size, then its world ranks */
@@ -272,6 +273,11 @@ void record_mark(const char *name) {
     add(&e);
 }
 
+void record_link(double alpha_us, double gbps) {
+    rec.link_us = alpha_us;
+    rec.link_gbps = gbps;
+}
+
 /* One rank's lines: its groups, then its events. */
 static void record_lines(FILE *f, int r, const int *g, int gints, const rp_event_t *ev, int n) {
     for (int k = 0, id = 0; k < gints; k += g[k] + 1, id++) {
@@ -322,6 +328,7 @@ void record_write(void) {
         FILE *f = fopen(rec.path, "w");
         if (!f) die("cannot write record %s: %s", rec.path, strerror(errno));
         fprintf(f, "record 1 %d\n", world);
+        if (rec.link_gbps > 0) fprintf(f, "link %.6g %.6g\n", rec.link_us, rec.link_gbps);
         long n = 0;
         for (int r = 0; r < world; r++) {
             record_lines(f, r, (const int *)(g + gd[r]), gc[r] / (int)sizeof(int), (const rp_event_t *)(e + ed[r]),

@@ -26,6 +26,9 @@
  * more. record_write() gathers the lists to rank 0, which writes one text
  * file:
  *   record 1 WORLD
+ *   link ALPHA_US GBPS                  optional: the link the program measured
+ *                                       (chapter 02's ping-pong fit), the
+ *                                       replay's default inside a node
  *   group RANK ID SIZE W0 W1 ...        a communicator RANK belongs to: its
  *                                       members' world ranks in its rank order
  *                                       (ID: RANK's own number for it)
@@ -94,6 +97,9 @@ void record_wait(int ref);
 void record_action_begin(void);
 void record_action_end(const char *name, double flops);
 void record_mark(const char *name);
+/* The link this run measured (alpha in microseconds, GB/s): written to the
+ * file's head. */
+void record_link(double alpha_us, double gbps);
 /* Gather the lists; rank 0 writes the file. Collective. Ends recording. */
 void record_write(void);
 
