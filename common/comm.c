@@ -383,6 +383,7 @@ static void run_call(comm_t *cm, const coll_t *c, comm_req_t *req) {
         die("comm: only non-blocking sends and receives may be posted in a group, not a %s%s",
             req ? "" : "blocking ", coll_name[c->kind]);
     cm->sent[c->kind] += bus_bytes(cm, c, &X);
+    int src = c->kind == COLL_RECV ? c->peer : c->src;   /* a receive names its source as its peer */
     double extra = link_extra(cm, c->kind, X), done = 0.0;
     if (extra > 0) {   /* after the crossing collectives already on the link */
         done = (nic_free > t0 ? nic_free : t0) + extra;
@@ -396,9 +397,9 @@ static void run_call(comm_t *cm, const coll_t *c, comm_req_t *req) {
         req->peer = c->peer;
         req->src = c->src;
         req->arrival = done;
-        req->record = record_call(cm->record_id, c->kind, 1, c->peer, c->src, X);
+        req->record = record_call(cm->record_id, c->kind, 1, c->peer, src, X);
     } else {
-        record_call(cm->record_id, c->kind, 0, c->peer, c->src, X);
+        record_call(cm->record_id, c->kind, 0, c->peer, src, X);
         watch_op(cm, c->kind, c->peer, c->src, coll_name[c->kind]);
     }
 #ifdef USE_CUDA
