@@ -34,7 +34,9 @@
  *     completes when both it is posted and the message has arrived; a send
  *     completes when its bytes have left. Messages between two ranks of one
  *     communicator match in order. Point-to-point messages and collectives
- *     do not queue behind each other.
+ *     do not queue behind each other, and a receiver's link does not queue
+ *     the messages arriving at it (a rank receives from many at once: a
+ *     parameter server's root is priced too kindly).
  * A rank's idle time is what its clock spends waiting. */
 #ifndef REPLAY_H
 #define REPLAY_H

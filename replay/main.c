@@ -38,7 +38,7 @@
 typedef struct {
     const char *record, *cluster, *gemm_csv, *label, *csv;
     double gbps, alpha_us, inter_gbps, inter_us, host_gbps;
-    int node_size;
+    int node_size, comm_only;
 } options_t;
 
 typedef struct {
@@ -53,6 +53,12 @@ static double model_seconds(const rp_event_t *e, void *ctx) {
     if (e->flops <= 0) return e->secs * m->host_bw / m->cl->mem_bw;
     double n = cbrt(e->flops / 2);
     return e->flops / (m->cl->peak * gemm_eff_at(m->gemm, n, n, n));
+}
+
+/* --comm-only: the alpha-beta model's assumption, communication alone. */
+static double no_compute(const rp_event_t *e, void *ctx) {
+    (void)e; (void)ctx;
+    return 0;
 }
 
 /* Mean over the segments of each label (segment k: mark k to mark k + 1;
@@ -114,8 +120,8 @@ static void run(const options_t *o, FILE *out, replay_trace_t *t) {
     replay_links_t l = {.node_size = o->node_size, .intra_us = o->alpha_us, .intra_gbps = o->gbps,
                         .inter_us = o->inter_us, .inter_gbps = o->inter_gbps};
     replay_result_t r;
-    if (replay_run(t, &l, NULL, NULL, &r, err, sizeof err)) die("replay: %s", err);
-    rows(out, o, "replayed", "one_core_per_rank", 0, t, &r);
+    if (replay_run(t, &l, o->comm_only ? no_compute : NULL, NULL, &r, err, sizeof err)) die("replay: %s", err);
+    rows(out, o, "replayed", o->comm_only ? "links_only" : "one_core_per_rank", 0, t, &r);
     replay_result_free(&r);
     if (!o->cluster) return;
     cluster_t cl;
@@ -153,6 +159,8 @@ int main(int argc, char **argv) {
         {"inter-gbps", ARG_DOUBLE, &o.inter_gbps, "replayed: GB/s between simulated nodes", NULL, 1e-6, 1e6},
         {"inter-us", ARG_DOUBLE, &o.inter_us, "replayed: latency between simulated nodes, microseconds", NULL, 0, 1e7},
         {"host-gbps", ARG_DOUBLE, &o.host_gbps, "modeled: this CPU's memory GB/s (work without FLOPs scales by it)", NULL, 1e-3, 1e6},
+        {"comm-only", ARG_FLAG, &o.comm_only, "replayed: every compute takes no time (the communication alone, "
+         "as the alpha-beta model has it)", NULL, 0, 0},
         {"label", ARG_STRING, &o.label, "the CSV's label column (a sweep's point)", NULL, 0, 0},
         {"csv", ARG_STRING, &o.csv, "append the rows to this CSV (else: stdout)", NULL, 0, 0},
     };
@@ -161,6 +169,7 @@ int main(int argc, char **argv) {
                "cluster (source modeled): one CSV row per segment label of the record.",
                flags, ARRAY_LEN(flags));
     if (!o.record) usage_error("--record FILE is required");
+    if (o.comm_only && o.cluster) usage_error("--comm-only replays without compute: drop --cluster");
     if (strchr(o.label, ',')) usage_error("--label must not contain a comma");
     if (d.world != 1) usage_error("replay/replay runs as one process");
     replay_trace_t t;
