@@ -41,14 +41,10 @@ is(s) = strcol(2) eq s
 replay_csv = csv[1:strlen(csv) - 4]."_replay.csv"
 # replay/replay's rows: bucket_mb,overlap,source,cluster,step_ms
 src(s, o) = sprintf("< awk -F, '$3 == \"%s\" && $2 == \"%s\"' '%s' | sort -t, -k1,1g", s, o, replay_csv)
-set y2label "time per step (ms), modeled on H100s"
-set y2tics
-set y2range [0:*]
-plot src("replayed", "on") using 1:5 with linespoints lc rgb "#de2d26" lw 2 pt 9 title "replayed, overlap on", \
-     src("replayed", "off") using 1:5 with linespoints lc rgb "#fc9272" lw 2 pt 8 title "replayed, overlap off", \
-     src("modeled", "on") using 1:5 axes x1y2 with linespoints lc rgb "#6a51a3" lw 1 pt 6 title "modeled H100, overlap on (right)", \
-     src("modeled", "off") using 1:5 axes x1y2 with linespoints lc rgb "#bcbddc" lw 1 pt 4 title "modeled H100, overlap off (right)", \
-     csv skip 1 using ($1):(is("off") ? $7 / 2 : NaN):(lo($1,0)):(hi($1,0)):(0):7 \
+set terminal pngcairo size 1000,1000 enhanced font "DejaVu Sans,11"
+set output out
+set multiplot layout 2,1
+plot csv skip 1 using ($1):(is("off") ? $7 / 2 : NaN):(lo($1,0)):(hi($1,0)):(0):7 \
          with boxxyerror lc rgb "#9ecae1" title "compute, overlap off", \
      csv skip 1 using ($1):(is("off") ? $7 : NaN):(lo($1,0)):(hi($1,0)):7:6 \
          with boxxyerror lc rgb "#fc9272" title "exposed communication, overlap off", \
@@ -59,3 +55,20 @@ plot src("replayed", "on") using 1:5 with linespoints lc rgb "#de2d26" lw 2 pt 9
      csv skip 1 using (mid($1, is("on"))):6:13:14 with yerrorbars lc rgb "#222222" lw 1.5 pt 0 notitle, \
      csv skip 1 using (is("off") ? $1 : NaN):(S_max * 1.12):(sprintf("%d", $4)) \
          with labels font ",10" tc rgb "#555555" notitle
+
+# Below: the same runs replayed on one core per rank (left axis) and modeled
+# on one 8-GPU H100 node (right axis), from their records.
+set title "the same runs replayed on one core per rank (left) and modeled on one 8-GPU H100 node (right)"
+unset label 3
+set bmargin 3
+set yrange [0:*]
+set ylabel "time per step (ms), replayed"
+set y2label "time per step (ms), modeled"
+set y2tics
+set y2range [0:*]
+set key inside bottom right horizontal maxcols 2
+plot src("replayed", "on") using 1:5 with linespoints lc rgb "#de2d26" lw 2 pt 9 title "replayed, overlap on", \
+     src("replayed", "off") using 1:5 with linespoints lc rgb "#fc9272" lw 2 pt 8 title "replayed, overlap off", \
+     src("modeled", "on") using 1:5 axes x1y2 with linespoints lc rgb "#6a51a3" lw 1.5 pt 6 title "modeled H100, overlap on", \
+     src("modeled", "off") using 1:5 axes x1y2 with linespoints lc rgb "#bcbddc" lw 1.5 pt 4 title "modeled H100, overlap off"
+unset multiplot
