@@ -10,7 +10,8 @@
 #   ddp        03: DDP's scaling efficiency (1 rank's step / 4 ranks' step at
 #              the same per-rank batch) with overlap above that without, and
 #              1 MiB buckets faster than one bucket for all (32 MiB: nothing
-#              overlaps). The small end is not asserted: a bucket never splits
+#              overlaps), each by 5% of the step or more (recorded CPU time
+#              varies by a few percent between runs on a loaded machine). The small end is not asserted: a bucket never splits
 #              a layer's unit, so the smallest buckets make one all-reduce per
 #              unit, whose latencies are a few ms of a 300 ms step, below the
 #              run-to-run spread of recorded CPU time on a loaded machine
@@ -72,11 +73,11 @@ lesson_ddp() {
     flat=$(ddp_step 4 --bucket-mb 1 --no-overlap)
     awk -v o="$one" -v a="$over" -v b="$flat" 'BEGIN {
         printf "DDP on 4 ranks, scaling efficiency: %.1f%% with overlap, %.1f%% without (1 rank %.1f ms)\n", 100 * o / a, 100 * o / b, 1e3 * o
-        if (!(o / a > o / b)) exit 1 }' || fail "overlap does not raise the scaling efficiency"
+        if (!(a < 0.95 * b)) exit 1 }' || fail "overlap does not cut the step by 5% or more"
     one_bucket=$(ddp_step 4 --bucket-mb 32)
     awk -v a="$over" -v b="$one_bucket" 'BEGIN {
         printf "replayed step with 1 MiB buckets %.1f ms, with one bucket for all (32 MiB) %.1f ms\n", 1e3 * a, 1e3 * b
-        if (!(a < b)) exit 1 }' || fail "one bucket for all is not slower than 1 MiB buckets"
+        if (!(a < 0.95 * b)) exit 1 }' || fail "1 MiB buckets are not 5% faster than one bucket for all"
 }
 
 # bubble SCHEDULE FLAGS...: the replayed bubble of 07_pipeline/pipeline on 4 stages from its record
