@@ -191,7 +191,7 @@ void record_init(MPI_Comm comm, const char *path) {
     rec.inside = 0;
 }
 
-int record_on(void) { return rec.on && !rec.paused; }
+static int record_on(void) { return rec.on && !rec.paused; }
 
 void record_pause(int paused) {
     if (!rec.on) return;

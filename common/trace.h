@@ -76,7 +76,6 @@ void trace_write(void);
 /* Set up recording on this rank, paused: record_pause(0) starts it
  * (collective over comm); path NULL leaves it off. */
 void record_init(MPI_Comm comm, const char *path);
-int record_on(void);
 /* Pause (1) and resume (0) recording, e.g. outside the timed steps. */
 void record_pause(int paused);
 /* A communicator of the world ranks `world` (size of them, in its rank
