@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "dist.h"
+#include "trace.h"
 
 void p2p_init(p2p_comm_t *pc, MPI_Comm c, dtype_t dt, size_t chunk_bytes) {
     memset(pc, 0, sizeof *pc);
@@ -17,6 +19,10 @@ void p2p_init(p2p_comm_t *pc, MPI_Comm c, dtype_t dt, size_t chunk_bytes) {
     pc->es = dtype_size(dt);
     pc->chunk = chunk_bytes / pc->es;
     if (pc->chunk == 0) pc->chunk = 1;
+    int *w = xmalloc(sizeof(int) * (size_t)pc->size);
+    dist_world_ranks(pc->mpi, w);
+    pc->record_id = record_group(pc->size, w);
+    free(w);
 }
 
 void p2p_destroy(p2p_comm_t *pc) {
@@ -53,6 +59,9 @@ void p2p_sendrecv(p2p_comm_t *pc, const void *sbuf, size_t sn, int dst,
     size_t sb = dst == MPI_PROC_NULL ? 0 : sn * pc->es;
     size_t rb = src == MPI_PROC_NULL ? 0 : rn * pc->es;
     int ps = pieces(sb), pr = pieces(rb);
+    coll_kind kind = dst == MPI_PROC_NULL ? COLL_RECV : src == MPI_PROC_NULL ? COLL_SEND : COLL_SENDRECV;
+    record_enter();   /* the action record (common/trace.h): the call, its CPU time not compute */
+    record_call(pc->record_id, kind, 0, dst == MPI_PROC_NULL ? 0 : dst, src == MPI_PROC_NULL ? 0 : src, (double)sb);
     for (int k = 0; k < ps || k < pr; k++) {
         size_t so = (size_t)k * PIECE, ro = (size_t)k * PIECE;
         int slen = k < ps ? (int)min_sz(PIECE, sb - so) : 0;
@@ -68,6 +77,7 @@ void p2p_sendrecv(p2p_comm_t *pc, const void *sbuf, size_t sn, int dst,
             MPI_CHECK(MPI_Sendrecv(s, slen, MPI_BYTE, d, 0, r, rlen, MPI_BYTE, f, 0,
                                    pc->mpi, MPI_STATUS_IGNORE));
     }
+    record_leave();
 }
 
 /* The only arithmetic in this chapter. bf16 is summed in fp32 and rounded

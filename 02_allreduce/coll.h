@@ -41,6 +41,7 @@ typedef struct {
     size_t chunk;         /* elements per pipelined message */
     void *scratch[3];     /* grown on demand: [0] received chunk, [1] partial sum, [2] whole blocks */
     size_t scratch_bytes[3];
+    int record_id;        /* its group in the action record (common/trace.h) */
 } p2p_comm_t;
 
 void p2p_init(p2p_comm_t *pc, MPI_Comm c, dtype_t dt, size_t chunk_bytes);

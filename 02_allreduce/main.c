@@ -33,6 +33,8 @@
 #include "device.h"
 #include "dist.h"
 #include "perf.h"
+#include "replay.h"
+#include "trace.h"
 
 #define CSV_HEADER "op,algo,ranks,bytes,count,dtype,time_us,time_min_us,time_max_us,algbw_gbs," \
                    "busbw_gbs,model_us,wrong"
@@ -126,15 +128,21 @@ static row_t measure(harness_t *h, const algo_t *a, const bench_case_t *c) {
         for (;;) pause();   /* ALLREDUCE_TEST_HANG: the others wait for us forever */
     double per_repeat[64];
     const int reps = h->repeat < 64 ? h->repeat : 64;
+    char label[REPLAY_NAME];   /* the record's mark of each call: op:algo:bytes */
+    snprintf(label, sizeof label, "%s:%s:%zu", bench_ops[c->op].name, a->name, c->bytes);
     for (int rep = 0; rep < reps; rep++) {
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        record_pause(rep > 0);
         double t0 = now_s();
         for (int i = 0; i < h->iters; i++) {
+            record_mark(label);
             a->run(&h->x, c, send, recv);
             if (c->rank == slow_rank) sleep_us(slow_us);   /* ALLREDUCE_TEST_SLOW */
             watch_tick();
         }
         dev_sync(h->dev);
+        record_mark("end");
+        record_pause(1);
         /* the call is done when its slowest rank is: for rooted ops the others
          * may return long before the root has everything */
         double mine = (now_s() - t0) / h->iters * 1e6, slowest = 0;
@@ -207,6 +215,7 @@ typedef struct {
     int iters, warmup, repeat, root, check, corrupt;
     const char *op_s, *algo_s;
     const char *compress;   /* --compress: the specs, or NULL */
+    const char *record;     /* --record: the action record of the first timed repeat (common/trace.h) */
     dtype_t dt;
 } options_t;
 
@@ -245,6 +254,8 @@ static void parse_options(int argc, char **argv, int world, options_t *o) {
          "change one result element per size before the check, to see it fail", NULL, 0, 0},
         {"compress", ARG_STRING, &o->compress, "instead of --op: the compressed all-reduce of fp32 "
          "gradients, comma-separated none|int8|sign|topk:F|powersgd:R, or all (" COMPRESS_ALL ")", NULL, 0, 0},
+        {"record", ARG_STRING, &o->record, "record every rank's calls and compute (CPU time) in the first "
+         "timed repeat of each size, one mark per call, for replay/replay (CPU only)", NULL, 0, 0},
         COMMON_ARGS(o->ca),
     };
     args_parse(argc, argv, "02_allreduce/allreduce",
@@ -268,7 +279,9 @@ static void parse_options(int argc, char **argv, int world, options_t *o) {
             if (compress_parse(t, &spec))
                 usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", t);
     }
+    if (o->record && o->compress) usage_error("--record records the --op sweep, not --compress");
     args_check_output(MPI_COMM_WORLD, "csv", o->ca.csv, o->compress ? COMPRESSED_CSV_HEADER : CSV_HEADER);
+    args_check_output(MPI_COMM_WORLD, "record", o->record, NULL);
     o->dt = strcmp(dtype_s, "bf16") == 0 ? DT_BF16 : DT_F32;
     o->check = !check_off;
 }
@@ -458,6 +471,7 @@ int main(int argc, char **argv) {
 
     device_t dev;
     device_init(&dev, o.ca.device, d.local_rank, d.local_world, o.ca.threads);
+    if (o.record && dev.kind != DEV_CPU) usage_error("--record times compute in CPU time: it needs --device cpu");
     comm_t cm;
     comm_init(&cm, MPI_COMM_WORLD, o.ca.comm, &dev);
     harness_t h;
@@ -480,8 +494,11 @@ int main(int argc, char **argv) {
     }
     FILE *csv = o.ca.csv && d.rank == 0 ? csv_open(o.ca.csv, CSV_HEADER) : NULL;
     measure_link(&h, d.rank);
+    record_init(MPI_COMM_WORLD, o.record);
+    if (h.link.ok) record_link(h.link.alpha_us, 1e-3 / h.link.beta_us_per_byte);
 
     long long total_wrong = run_all(&h, &o, &d, &cm, csv);
+    record_write();
     report(total_wrong, h.check, csv, o.ca.csv);
     harness_free(&h);
     comm_destroy(&cm);

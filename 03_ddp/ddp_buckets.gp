@@ -2,7 +2,10 @@
 # against the gradient bucket size, with overlap on (all-reduce during
 # backward) and off (after it). Each bar is the median of the repeated runs
 # (its own compute + exposed split); the whisker spans the fastest and the
-# slowest run's step. Rows come from 03_ddp/sweep_buckets.sh.
+# slowest run's step. Beside them, from the runs' records (csv's
+# *_replay.csv, replay/replay): the step replayed on one core per rank
+# (lines with points, overlap on and off) and modeled on one 8-GPU H100
+# node (thin, right axis). Rows come from 03_ddp/sweep_buckets.sh.
 #   gnuplot -e "csv='plots/data/ddp_buckets.csv'; out='plots/ddp_buckets.png'" 03_ddp/ddp_buckets.gp
 # Columns: 1 bucket_mb, 2 overlap, 3 ranks, 4 buckets, 5 grad_mb, 6 step_ms,
 #   7 compute_ms, 8 exposed_comm_ms, 9 tokens, 10 tok_s, 11 threads, 12 runs,
@@ -35,6 +38,12 @@ hi(mb, on) = on ? mb * 1.28 : mb * 0.97
 mid(mb, on) = sqrt(lo(mb, on) * hi(mb, on))
 is(s) = strcol(2) eq s
 # A row of the other overlap mode gets y = NaN, which skips it.
+replay_csv = csv[1:strlen(csv) - 4]."_replay.csv"
+# replay/replay's rows: bucket_mb,overlap,source,cluster,step_ms
+src(s, o) = sprintf("< awk -F, '$3 == \"%s\" && $2 == \"%s\"' '%s' | sort -t, -k1,1g", s, o, replay_csv)
+set terminal pngcairo size 1000,1000 enhanced font "DejaVu Sans,11"
+set output out
+set multiplot layout 2,1
 plot csv skip 1 using ($1):(is("off") ? $7 / 2 : NaN):(lo($1,0)):(hi($1,0)):(0):7 \
          with boxxyerror lc rgb "#9ecae1" title "compute, overlap off", \
      csv skip 1 using ($1):(is("off") ? $7 : NaN):(lo($1,0)):(hi($1,0)):7:6 \
@@ -46,3 +55,20 @@ plot csv skip 1 using ($1):(is("off") ? $7 / 2 : NaN):(lo($1,0)):(hi($1,0)):(0):
      csv skip 1 using (mid($1, is("on"))):6:13:14 with yerrorbars lc rgb "#222222" lw 1.5 pt 0 notitle, \
      csv skip 1 using (is("off") ? $1 : NaN):(S_max * 1.12):(sprintf("%d", $4)) \
          with labels font ",10" tc rgb "#555555" notitle
+
+# Below: the same runs replayed on one core per rank (left axis) and modeled
+# on one 8-GPU H100 node (right axis), from their records.
+set title "the same runs replayed on one core per rank (left) and modeled on one 8-GPU H100 node (right)"
+unset label 3
+set bmargin 3
+set yrange [0:*]
+set ylabel "time per step (ms), replayed"
+set y2label "time per step (ms), modeled"
+set y2tics
+set y2range [0:*]
+set key inside bottom right horizontal maxcols 2
+plot src("replayed", "on") using 1:5 with linespoints lc rgb "#de2d26" lw 2 pt 9 title "replayed, overlap on", \
+     src("replayed", "off") using 1:5 with linespoints lc rgb "#fc9272" lw 2 pt 8 title "replayed, overlap off", \
+     src("modeled", "on") using 1:5 axes x1y2 with linespoints lc rgb "#6a51a3" lw 1.5 pt 6 title "modeled H100, overlap on", \
+     src("modeled", "off") using 1:5 axes x1y2 with linespoints lc rgb "#bcbddc" lw 1.5 pt 4 title "modeled H100, overlap off"
+unset multiplot

@@ -10,7 +10,10 @@
 # so the all-reduce is a visible share of the step, as it is on GPUs, where
 # compute is fast. The repeats run interleaved (every point once, then every
 # point again), so a change in the machine's load spreads over all points
-# instead of landing on one. Flags after CSV go to every run.
+# instead of landing on one. The first repeat of each point also records its
+# actions (--record) and replays them (replay/replay) into CSV's
+# *_replay.csv: the step on one core per rank (replayed) and on one 8-GPU
+# H100 node (modeled). Flags after CSV go to every run.
 #   REPEATS=5 bash 03_ddp/sweep_buckets.sh plots/data/ddp_buckets.csv --device cpu
 # Environment: NP (ranks, 2), SIZES (MiB), REPEATS (3), STEPS (12).
 set -euo pipefail
@@ -28,7 +31,9 @@ for r in $(seq "$repeats"); do
             flags=(--dim 256 --heads 8 --kv-heads 4 --layers 8 --seq 16 --batch 2 --steps "${STEPS:-12}"
                    --threads 1 --bucket-mb "$mb" --bench-csv "$runs" "$@")
             [ "$overlap" = off ] && flags+=(--no-overlap)
+            if [ "$r" = 1 ]; then flags+=(--record "$rec"); fi
             line=$(mpirun -np "$np" ./03_ddp/ddp "${flags[@]}" | grep '^mean')
+            if [ "$r" = 1 ]; then replay_rows "$mb,$overlap"; fi
             printf 'run %d/%d, bucket %5s MiB, overlap %-3s | %s\n' "$r" "$repeats" "$mb" "$overlap" \
                 "$(echo "$line" | cut -c1-90)"
         done

@@ -9,7 +9,11 @@
 # Every rank runs one thread (--threads 1), so 1 rank uses one core and N
 # ranks ask for N. With more ranks than cores the ranks share them
 # (oversubscribed): the chart then shows what time-sharing costs, not what
-# more hardware would give. Flags after CSV go to every run.
+# more hardware would give. The first repeat of each rank count also records
+# its actions (--record) and replays them (replay/replay) into CSV's
+# *_replay.csv: the step on one core per rank (replayed) and on one 8-GPU
+# H100 node (modeled), what the ranks would do with a core each. Flags after
+# CSV go to every run.
 #   bash 03_ddp/sweep_scaling.sh plots/data/ddp_scaling.csv --device cpu
 # Environment: RANKS ("1 2 4"), PER_RANK (8), REPEATS (3), STEPS (12).
 set -euo pipefail
@@ -23,8 +27,11 @@ source 03_ddp/sweep_common.sh
 sweep_begin "$out"
 for r in $(seq "$repeats"); do
     for np in $ranks; do
+        record=()
+        if [ "$r" = 1 ]; then record=(--record "$rec"); fi
         line=$(mpirun -np "$np" ./03_ddp/ddp --threads 1 --batch $((per_rank * np)) --steps "${STEPS:-12}" \
-               --bench-csv "$runs" "$@" | grep '^mean')
+               --bench-csv "$runs" "${record[@]}" "$@" | grep '^mean')
+        if [ "$r" = 1 ]; then replay_rows "$np"; fi
         printf 'run %d/%d, %d rank%s x %d sequences | %s\n' "$r" "$repeats" "$np" \
             "$([ "$np" = 1 ] || echo s)" "$per_rank" "$(echo "$line" | cut -c1-90)"
     done

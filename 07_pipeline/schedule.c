@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "replay.h"
 
 const char *const pipe_kind_name[PIPE_KINDS] = {"naive", "gpipe", "1f1b", "interleaved", "zbh1", "terapipe"};
 
@@ -249,69 +250,79 @@ static void describe(char *buf, size_t len, const pipe_action_t *a) {
         snprintf(buf, len, "%s mb %d chunk %d", op_name(a->op), a->mb, a->chunk);
 }
 
-/* ---- the replay ----------------------------------------------------------------------- */
+/* ---- the replay: the suite's engine (common/replay.h) on the lists -------------------------
+ * Every stage is a rank; SEND and RECV are non-blocking messages of no bytes
+ * whose latency is msg_s; a compute waits for its input's RECV, then takes
+ * its cost. ev[st][i]: the engine's event of action i. */
+static void to_trace(const pipe_schedule_t *s, const pipe_costs_t *c, replay_trace_t *t, int **ev) {
+    int P = s->P, V = s->V;
+    replay_trace_init(t, P);
+    for (int st = 0; st < P; st++) {
+        ev[st] = xmalloc(sizeof(int) * ((size_t)s->n[st] + 1));
+        for (int i = 0; i < s->n[st]; i++) {
+            const pipe_action_t *a = &s->a[st][i];
+            rp_event_t e = {.op = RP_COMM, .nb = 1, .group = 0, .peer = a->peer, .src = a->peer};
+            if (a->op == PA_SEND || a->op == PA_RECV) {
+                e.kind = a->op == PA_SEND ? COLL_SEND : COLL_RECV;
+                ev[st][i] = replay_trace_add(t, st, &e);
+                continue;
+            }
+            int in = input_msg(s, st, a);
+            for (int j = i - 1; j >= 0 && in >= 0; j--)
+                if (s->a[st][j].op == PA_RECV && action_msg(s, st, &s->a[st][j]) == in) {
+                    rp_event_t w = {.op = RP_WAIT, .ref = ev[st][j]};
+                    replay_trace_add(t, st, &w);
+                    break;
+                }
+            const double *cost = a->op == PA_FWD ? c->fwd : a->op == PA_BWD ? c->bwd : c->w;
+            if (!cost) die("pipeline: a replay of a list with W's needs their times");
+            rp_event_t x = {.op = RP_COMPUTE, .secs = cost[st * V + a->chunk]};
+            ev[st][i] = replay_trace_add(t, st, &x);
+        }
+    }
+}
+
 int pipe_replay(const pipe_schedule_t *s, const pipe_costs_t *c, pipe_replay_t *r, char *err,
                 size_t len) {
-    int P = s->P, V = s->V, nm = n_msgs(s);
+    int P = s->P;
+    replay_trace_t t;
+    int **ev = xcalloc((size_t)P, sizeof(int *));
+    to_trace(s, c, &t, ev);
+    replay_links_t l = {.intra_us = 1e6 * c->msg_s};
+    replay_result_t x;
+    int rc = replay_run(&t, &l, NULL, NULL, &x, NULL, 0);
     memset(r, 0, sizeof *r);
     r->P = P;
+    r->step = x.step;
     r->busy = xcalloc((size_t)P, sizeof(double));
     r->idle = xcalloc((size_t)P, sizeof(double));
     r->t0 = xcalloc((size_t)P, sizeof(double *));
     r->t1 = xcalloc((size_t)P, sizeof(double *));
-    double *posted = xmalloc(sizeof(double) * (size_t)nm), *clock = xcalloc((size_t)P, sizeof(double));
-    int *pc = xcalloc((size_t)P, sizeof(int));
-    for (int i = 0; i < nm; i++) posted[i] = -1;
     for (int st = 0; st < P; st++) {
         r->t0[st] = xcalloc((size_t)s->n[st] + 1, sizeof(double));
         r->t1[st] = xcalloc((size_t)s->n[st] + 1, sizeof(double));
-    }
-    /* Each stage advances until it needs a message not yet sent; the sweep
-     * repeats until nothing moves. Times depend only on the senders' post
-     * times, so the order of the sweep does not change them. */
-    for (int moved = 1; moved;) {
-        moved = 0;
-        for (int st = 0; st < P; st++) {
-            while (pc[st] < s->n[st]) {
-                const pipe_action_t *a = &s->a[st][pc[st]];
-                double t0 = clock[st], t1 = t0;
-                if (a->op == PA_SEND) {
-                    posted[action_msg(s, st, a)] = t0;
-                } else if (a->op != PA_RECV) {
-                    int in = input_msg(s, st, a);
-                    if (in >= 0 && posted[in] < 0) break;
-                    if (in >= 0 && posted[in] + c->msg_s > t0) t0 = posted[in] + c->msg_s;
-                    const double *cost = a->op == PA_FWD ? c->fwd : a->op == PA_BWD ? c->bwd : c->w;
-                    if (!cost) die("pipeline: a replay of a list with W's needs their times");
-                    double d = cost[st * V + a->chunk];
-                    t1 = t0 + d;
-                    r->busy[st] += d;
-                    clock[st] = t1;
-                }
-                r->t0[st][pc[st]] = t0;
-                r->t1[st][pc[st]] = t1;
-                pc[st]++;
-                moved = 1;
-            }
+        for (int i = 0; i < s->n[st]; i++) {
+            int op = s->a[st][i].op, k = ev[st][i];
+            r->t0[st][i] = x.t0[st][k];
+            r->t1[st][i] = op == PA_SEND || op == PA_RECV ? x.t0[st][k] : x.t1[st][k];   /* posting takes no time */
         }
-    }
-    int rc = 0;
-    for (int st = 0; st < P; st++) {
-        if (pc[st] < s->n[st] && rc == 0) {
-            char what[96];
-            describe(what, sizeof what, &s->a[st][pc[st]]);
-            rc = fail(err, len, "deadlock: every stage waits; stage %d at action %d (%s) for a message "
-                      "not sent yet", st, pc[st], what);
-        }
-        if (clock[st] > r->step) r->step = clock[st];
-    }
-    for (int st = 0; st < P; st++) {
-        r->idle[st] = r->step - r->busy[st];
+        r->busy[st] = x.busy[st];
+        r->idle[st] = x.idle[st];
         r->bubble += r->step > 0 ? r->idle[st] / r->step / P : 0;
     }
-    free(posted);
-    free(clock);
-    free(pc);
+    for (int st = 0; st < P && rc; st++) {   /* the first stage left waiting, at its action */
+        if (x.at[st] == t.n[st]) continue;
+        int i = 0;
+        while (i + 1 < s->n[st] && ev[st][i] < x.at[st]) i++;
+        char what[96];
+        describe(what, sizeof what, &s->a[st][i]);
+        fail(err, len, "deadlock: every stage waits; stage %d at action %d (%s) for a message not sent yet", st, i, what);
+        break;
+    }
+    replay_result_free(&x);
+    replay_trace_free(&t);
+    for (int st = 0; st < P; st++) free(ev[st]);
+    free(ev);
     return rc;
 }
 

@@ -110,7 +110,9 @@ int pipe_inflight_bound(pipe_kind_t kind, int P, int M, int V, int stage);
 double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V);
 
 /* ---- the replay ----------------------------------------------------------------------
- * Every stage runs its list in order on one clock. A SEND or RECV takes no
+ * The suite's replay engine (common/replay.h) on the lists: every stage is a
+ * rank, SEND and RECV its non-blocking messages. Every stage runs its list in
+ * order on one clock. A SEND or RECV takes no
  * time; a message posted at t arrives at t + msg_s; a compute starts when the
  * stage is free and its input has arrived, and takes fwd[] or bwd[] of its
  * (stage, chunk). The step is the time from 0 to the last action's end; a

@@ -7,9 +7,12 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "check.h"
 
 const char *const sched_name[3] = {"gpipe", "1f1b", "interleaved"};
 const char *const recompute_name[4] = {"none", "selective", "full", "block"};
@@ -62,6 +65,46 @@ int cost_cluster(cluster_t *c, const char *preset) {
         }
     memset(c, 0, sizeof *c);
     return -1;
+}
+
+/* Its keys, each a field of cluster_t in the file's unit times scale. */
+static const struct { const char *key; size_t off; double scale; } cluster_keys[] = {
+    {"peak_tflops", offsetof(cluster_t, peak), 1e12},      {"mem_gb", offsetof(cluster_t, mem), 1e9},
+    {"nvlink_gbps", offsetof(cluster_t, intra_bw), 1e9},   {"nvlink_us", offsetof(cluster_t, intra_lat), 1e-6},
+    {"network_gbps", offsetof(cluster_t, inter_bw), 1e9},  {"network_us", offsetof(cluster_t, inter_lat), 1e-6},
+    {"mem_gbps", offsetof(cluster_t, mem_bw), 1e9},        {"gemm_eff", offsetof(cluster_t, gemm_eff), 1},
+};
+
+int cost_cluster_file(cluster_t *c, const char *path, char *why, size_t len) {
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(path, "r");
+    if (!f) { snprintf(why, len, "cannot read %s", path); return -1; }
+    char line[256], key[64], val[128];
+    int ln = 0, rc = 0, seen = 0;
+    snprintf(c->name, sizeof c->name, "%.47s", path);
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        ln++;
+        if (sscanf(line, " %63s", key) != 1 || key[0] == '#') continue;
+        if (sscanf(line, " %63s %127[^\n]", key, val) != 2) { rc = -1; break; }
+        if (!strcmp(key, "name")) { snprintf(c->name, sizeof c->name, "%.47s", val); continue; }
+        if (!strcmp(key, "gpus_per_node")) { c->node = atoi(val); seen |= 1 << 8; continue; }
+        int k = 0, n = (int)(sizeof cluster_keys / sizeof cluster_keys[0]);
+        while (k < n && strcmp(key, cluster_keys[k].key)) k++;
+        char *end;
+        double v = strtod(val, &end);
+        if (k == n || end == val || !(v > 0)) { rc = -1; break; }
+        *(double *)((char *)c + cluster_keys[k].off) = v * cluster_keys[k].scale;
+        seen |= 1 << k;
+    }
+    fclose(f);
+    if (rc) { snprintf(why, len, "%s:%d: expected KEY VALUE with a known key and a positive value", path, ln); return -1; }
+    if (seen != 0x1ff || c->node < 1) {
+        snprintf(why, len, "%s: needs every key: name (optional), gpus_per_node, peak_tflops, mem_gb, nvlink_gbps, "
+                 "nvlink_us, network_gbps, network_us, mem_gbps, gemm_eff", path);
+        return -1;
+    }
+    c->mem_headroom = 1;
+    return 0;
 }
 
 int gemm_table_load(gemm_table_t *t, const char *csv, const char *dtype, char *why, size_t len) {
@@ -134,17 +177,23 @@ static double gemm_seconds(const cluster_t *cl, double m, double n, double k) {
     return 2 * m * n * k / (cl->peak * eff);
 }
 
-/* The link between ranks that are `stride` apart in the mesh, for a group of
- * `span` consecutive mesh positions: inside a node when the whole group is. */
-static void link_of(const cluster_t *c, int span, double *bw, double *lat) {
-    int inside = span <= c->node;
-    *bw = inside ? c->intra_bw : c->inter_bw;
-    *lat = inside ? c->intra_lat : c->inter_lat;
+void cost_links(const cluster_t *c, replay_links_t *l) {
+    *l = (replay_links_t){.node_size = c->node, .intra_us = 1e6 * c->intra_lat, .intra_gbps = c->intra_bw / 1e9,
+                          .inter_us = 1e6 * c->inter_lat, .inter_gbps = c->inter_bw / 1e9};
 }
 
-/* A ring collective over n ranks moving `bus` bytes per rank in `steps`
- * steps. */
-static double ring_time(int steps, double bus, double bw, double lat) { return steps * lat + bus / bw; }
+/* One call of kind k over a group of n ranks spread evenly over `span`
+ * consecutive mesh positions (tp fastest): priced by the replay engine's
+ * alpha-beta formulas (common/replay.h), inside a node when the group is. */
+static double coll(const cluster_t *cl, coll_kind k, double X, int n, int span) {
+    replay_links_t l;
+    cost_links(cl, &l);
+    int *members = xmalloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) members[i] = i * (span / n);
+    double t = replay_coll_cost(k, X, n, members, &l);
+    free(members);
+    return t;
+}
 
 double cost_acts_per_layer(const model_config_t *c, const par_t *p, double tokens) {
     double es = p->dtype_bytes, tp = p->tp, hd = c->head_dim;
@@ -251,26 +300,23 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     }
 
     /* ---- communication of one micro-batch ---- */
-    double bw, lat, t_tp = 0, t_cp = 0, t_pp = 0;
+    double t_tp = 0, t_cp = 0, t_pp = 0;
     if (tp > 1) {   /* 2 collectives forward and 2 backward per layer (3 forward when recomputed) */
-        link_of(cl, tp, &bw, &lat);
         double X = tokens * C * es;
-        double per = ring_time(2 * (tp - 1), 2.0 * (tp - 1) / tp * X, bw, lat);
+        double per = coll(cl, COLL_ALLREDUCE, X, tp, tp);
         double n = stage_layers * 4 + rec_layers * 2 + 3;   /* + embedding, head */
         t_tp = n * per * (1 - cl->tp_overlap);
     }
     if (cp > 1) {   /* ring attention: cp - 1 key/value blocks forward, twice as many backward */
-        link_of(cl, tp * cp, &bw, &lat);
         double kv = tokens * 2 * KVl * hd * es;
-        double comm = 3 * (cp - 1) * (lat + kv / bw);
+        double comm = 3 * (cp - 1) * coll(cl, COLL_SEND, kv, cp, tp * cp);
         double hide = cl->cp_overlap * 3.5 * attn_fwd / (cl->peak * cl->attn_eff);
         t_cp = stage_layers * fmax(0.0, comm - hide);
     }
     if (pp > 1) {   /* the stage's output forward, its gradient backward: once per model chunk, so v
                        times under interleaving (Narayanan et al. 2021, section 2.2) */
-        link_of(cl, tp * cp * pp, &bw, &lat);
         double X = tokens * C * es / (p->sp ? tp : 1);
-        t_pp = 2 * (lat + X / bw) * (p->schedule == SCHED_INTERLEAVED ? v : 1);
+        t_pp = 2 * coll(cl, COLL_SEND, X, pp, tp * cp * pp) * (p->schedule == SCHED_INTERLEAVED ? v : 1);
     }
     double t_micro = t_gemm + t_attn + t_elem + t_rec + t_tp + t_cp + t_pp;
 
@@ -279,7 +325,6 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
     o->t_bubble = (pp - 1) / vv * t_micro;
     double t_dp = 0;
     if (dpcp > 1) {   /* over the dp x cp ranks that hold the same weights */
-        link_of(cl, N, &bw, &lat);
         /* One reduce-scatter or all-gather of the stage's weights moves
          * (n-1)/n of them. DDP and ZeRO-1 keep whole gradients and sync them
          * once per step (an all-reduce: 2 of them). ZeRO-2 keeps only its
@@ -288,9 +333,8 @@ int cost_eval(const model_config_t *cfg, long batch, const cluster_t *cl, const 
          * ZeRO-3 also drops the weights after use: every micro-batch gathers
          * them for forward and again for backward (what Llama 3 avoids by
          * not resharding after forward, section 3.3.2). */
-        double one = (dpcp - 1.0) / dpcp * es * P;
         double n = p->zero <= 1 ? 2 : p->zero == 2 ? m + 1 : 3.0 * m;
-        t_dp = ring_time((int)n * (dpcp - 1), n * one, bw, lat) * (1 - cl->dp_overlap);
+        t_dp = n * coll(cl, COLL_REDUCE_SCATTER, es * P, dpcp, N) * (1 - cl->dp_overlap);
     }
     o->t_optimizer = 30.0 * P / shard / cl->mem_bw;
     o->t_gemm = m * t_gemm;

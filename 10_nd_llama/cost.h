@@ -13,6 +13,7 @@
 #define COST_H
 
 #include "model.h"
+#include "replay.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,6 +100,25 @@ typedef struct {
  * from the measured CPU peak; the fractions and the link are typical values
  * the caller's flags replace). Returns 0, or -1 when unknown. */
 int cost_cluster(cluster_t *c, const char *preset);
+
+/* A cluster described in a file, one "KEY VALUE" a line ('#' starts a
+ * comment), every key required but name:
+ *   name           Your cluster (shown in outputs)
+ *   gpus_per_node  8
+ *   peak_tflops    989.4     dense bf16 per GPU
+ *   mem_gb         80        memory per GPU
+ *   nvlink_gbps    360       GB/s per GPU inside a node that a ring achieves
+ *   nvlink_us      5         latency per message inside a node
+ *   network_gbps   40        GB/s per GPU between nodes (its NIC: 400 Gb/s x 0.8)
+ *   network_us     10
+ *   mem_gbps       3000      device memory, for work without FLOPs
+ *   gemm_eff       0.76      GEMMs' fraction of the peak (replay/replay uses
+ *                            chapter 01's table instead when given one)
+ * 0, or -1 with the reason (file and line) in why. */
+int cost_cluster_file(cluster_t *c, const char *path, char *why, size_t len);
+/* The cluster's links as the replay engine prices them (common/replay.h):
+ * the one link pricing of the planner and of replay/replay. */
+void cost_links(const cluster_t *c, replay_links_t *l);
 
 /* Model presets: Llama 3's 8B, 70B and 405B shapes (Llama Team 2024, table
  * 3; head dim 128, sequence 8192). "llama3-8b" etc.; 0, or -1 when unknown. */

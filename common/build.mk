@@ -36,3 +36,7 @@ build/tests/unit_ckpt: $(call objects,tests/unit_ckpt.c)
 # compressed all-reduce on real ranks.
 TEST_PROGRAMS += build/tests/unit_compress
 build/tests/unit_compress: $(call objects,tests/unit_compress.c)
+
+# The replay engine on hand-built traces, the record file, the recorder.
+TEST_PROGRAMS += build/tests/unit_replay
+build/tests/unit_replay: $(call objects,tests/unit_replay.c)

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "comm_nccl.h"
+#include "trace.h"
 #include "dist.h"
 
 const char *comm_backend_name(comm_backend b) { return b == COMM_NCCL ? "nccl" : "mpi"; }
@@ -171,6 +172,7 @@ void comm_init(comm_t *cm, MPI_Comm c, const char *want, const device_t *dev) {
     }
     cm->world_rank = xmalloc(sizeof(int) * (size_t)cm->size);
     dist_world_ranks(cm->mpi, cm->world_rank);
+    cm->record_id = record_group(cm->size, cm->world_rank);
     if (link_cfg.node_size > 0) {
         if (cm->backend == COMM_NCCL)
             usage_error("the link model (--node-size) runs on the MPI backend: use --comm mpi");
@@ -375,12 +377,13 @@ void comm_watch(const comm_t *cm, const comm_req_t *req, const char *what) {
     watch_op(cm, req->kind, req->peer, req->src, what ? what : coll_name[req->kind]);
 }
 
-static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
+static void run_call(comm_t *cm, const coll_t *c, comm_req_t *req) {
     double X = 0, t0 = now_s();
     if (cm->grouping && (!req || (c->kind != COLL_SEND && c->kind != COLL_RECV && c->kind != COLL_SENDRECV)))
         die("comm: only non-blocking sends and receives may be posted in a group, not a %s%s",
             req ? "" : "blocking ", coll_name[c->kind]);
     cm->sent[c->kind] += bus_bytes(cm, c, &X);
+    int src = c->kind == COLL_RECV ? c->peer : c->src;   /* a receive names its source as its peer */
     double extra = link_extra(cm, c->kind, X), done = 0.0;
     if (extra > 0) {   /* after the crossing collectives already on the link */
         done = (nic_free > t0 ? nic_free : t0) + extra;
@@ -394,7 +397,9 @@ static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
         req->peer = c->peer;
         req->src = c->src;
         req->arrival = done;
+        req->record = record_call(cm->record_id, c->kind, 1, c->peer, src, X);
     } else {
+        record_call(cm->record_id, c->kind, 0, c->peer, src, X);
         watch_op(cm, c->kind, c->peer, c->src, coll_name[c->kind]);
     }
 #ifdef USE_CUDA
@@ -437,6 +442,13 @@ static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
     }
 }
 
+/* One call, its CPU time kept out of the record's compute. */
+static void run(comm_t *cm, const coll_t *c, comm_req_t *req) {
+    record_enter();
+    run_call(cm, c, req);
+    record_leave();
+}
+
 void comm_group_begin(comm_t *cm) {
     if (cm->grouping) die("comm: comm_group_begin inside a group");
     cm->grouping = 1;
@@ -462,12 +474,13 @@ int comm_progress(comm_t *cm, comm_req_t *req) {
 #endif
     (void)cm;
     int flag = 0;
+    record_enter();
     MPI_CHECK(MPI_Testall(3, req->mpi, &flag, MPI_STATUSES_IGNORE));
+    record_leave();
     return flag && now_s() >= req->arrival;
 }
 
-void comm_wait(comm_t *cm, comm_req_t *req) {
-    if (!req->active) return;
+static void wait_call(comm_t *cm, comm_req_t *req) {
     comm_watch(cm, req, NULL);
 #ifdef USE_CUDA
     if (cm->backend == COMM_NCCL) {
@@ -484,6 +497,14 @@ void comm_wait(comm_t *cm, comm_req_t *req) {
     free(req->host_out);
     memset(req, 0, sizeof *req);
     watch_end();
+}
+
+void comm_wait(comm_t *cm, comm_req_t *req) {
+    if (!req->active) return;
+    record_enter();
+    record_wait(req->record);
+    wait_call(cm, req);
+    record_leave();
 }
 
 /* ---- the calls --------------------------------------------------------------- */

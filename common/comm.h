@@ -38,7 +38,11 @@
  *     on the rank's link (one NIC per rank), whatever their communicator, so
  *     several in flight at once take the sum of their costs.
  * Messages inside a group go at the machine's own speed. The model is for one
- * machine: it relies on every rank reading the same monotonic clock. */
+ * machine: it relies on every rank reading the same monotonic clock.
+ *
+ * Every call, and every wait for a non-blocking one, is an event of the
+ * action record when recording is on (trace.h: record_*); the CPU time spent
+ * inside the calls is not counted as compute. */
 #ifndef COMM_H
 #define COMM_H
 
@@ -90,6 +94,7 @@ typedef struct {
     int grouping;          /* between comm_group_begin and comm_group_end */
     int ngrouped;
     void *grouped[COMM_GROUP_MAX];   /* the group's requests (comm_req_t *), NCCL */
+    int record_id;         /* its group in the action record (trace.h) */
 } comm_t;
 
 typedef struct {
@@ -103,6 +108,7 @@ typedef struct {
     /* MPI on device buffers: host copies, and where the result goes */
     void *host_in, *host_out, *dev_dst;
     size_t bytes;
+    int record;            /* its event in the action record, or -1 */
 } comm_req_t;
 
 const char *comm_backend_name(comm_backend b);

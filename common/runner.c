@@ -273,6 +273,16 @@ static void post(runner_t *e, int i, int B) {
     }
 }
 
+/* An action's FLOPs for the record (trace.h): its layers' forward FLOPs per
+ * token (model.h), the head's 2 C V, over its rows of tokens, shared by the
+ * tensor-parallel ranks; a backward twice the forward (B and W once each). */
+static double action_flops(const runner_t *e, const model_acts_t *x, int op) {
+    const model_config_t *c = &e->m->cfg;
+    double f = (double)x->n_layers * model_layer_forward_flops_per_token(c) + (x->has_head ? 2.0 * c->dim * c->vocab : 0);
+    f *= (double)x->rows_full / e->m->shard.tp;
+    return op == PA_BWD && !e->split ? 2 * f : f;
+}
+
 /* What the step's time leaves out of compute: the strategy's exposed
  * communication and the seams' blocking time, both growing counters. */
 static double sync_time(const runner_t *e) { return e->gs.ctx ? e->gs.exposed(e->gs.ctx) : 0; }
@@ -292,6 +302,8 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
     double sent0 = comm_sent_bytes(e->comm);
     model_zero_grads(m);
     if (gs && gs->step_begin) gs->step_begin(gs->ctx);
+    record_pause(e->steps == 0);   /* the record: every step after the first */
+    record_mark("step");
     e->t_zero = now_s();
     e->busy = e->idle = 0;
     e->last_post = -1;
@@ -318,6 +330,7 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         const int fin = e->split ? PA_W : PA_BWD;
         if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
         double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
+        record_action_begin();
         if (a->op == PA_FWD) {
             if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B, a->mb);   /* virtual stage 0 */
             model_acts_t *x = e->acts[k];
@@ -338,6 +351,8 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
             }
         }
         if (e->sync) dev_sync(e->dev);
+        snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W', a->mb, chunk);
+        record_action_end(what, action_flops(e, e->acts[k], a->op));
         double t1 = now_s(), d = t1 - t0 - (sync_time(e) + seam_time(e) - x0);   /* compute only */
         e->busy += d;
         if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
@@ -345,7 +360,6 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         if (e->steps > 0) e->slice_s[a->op != PA_FWD][a->mb % s->slices] += d;
         e->t0[i] = t0 - e->t_zero;
         e->t1[i] = t1 - e->t_zero;
-        snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W', a->mb, chunk);
         trace_span(e->track, what, t0, t1);
         if (a->op == fin) {
             if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->last_bwd[i]);
@@ -364,6 +378,8 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
      * polled like a message) -- the end of the bubble. */
     double td = now_s();
     MPI_Request b;
+    record_enter();
+    record_call(e->comm->record_id, COLL_BARRIER, 0, 0, 0, 0);
     MPI_CHECK(MPI_Ibarrier(e->comm->mpi, &b));
     int done = 0;
     watch_begin("the pipeline's drain", e->comm->name, e->comm->world_rank, e->comm->size);
@@ -373,6 +389,9 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
         nap();
     }
     watch_end();
+    record_leave();
+    record_mark("end");
+    record_pause(1);
     double tend = now_s();
     if (tend - td > 10e-6) trace_span(e->track, "drain", td, tend);
     e->idle += tend - td;

@@ -110,6 +110,7 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
         {"ckpt-keep", ARG_INT, &o->ckpt_keep, "checkpoints kept in --ckpt-dir (the newest)", NULL, 1, 1e6},
         {"resume", ARG_FLAG, &o->resume, "continue from the newest readable checkpoint in --ckpt-dir (step 0 if none)", NULL, 0, 0},
         {"trace", ARG_STRING, &o->trace, "write a Chrome trace (Perfetto) of a few steps to this JSON file", NULL, 0, 0},
+        {"record", ARG_STRING, &o->record, "record every rank's actions (compute in CPU time, each communication call) of the steps after the first, for replay/replay (CPU, --threads 1)", NULL, 0, 0},
         {"trace-steps", ARG_INT, &o->trace_steps, "steps to trace, from the second one", NULL, 1, 1e6},
         {"save-final", ARG_STRING, &o->save_final, "write the losses and final weights to this file (for tests/compare)", NULL, 0, 0},
         {"dump", ARG_STRING, &o->dump, "write the gradient dump of step 1 (format in common/MODEL.md)", NULL, 0, 0},
@@ -221,6 +222,8 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
         usage_error("--batch %d must be divisible by data-parallel ranks (%d) x --micro (%d)", o->batch,
                     split, o->micro);
     device_init(&tr->dev, o->c.device, tr->dist.local_rank, tr->dist.local_world, o->c.threads);
+    if (o->record && (tr->dev.kind != DEV_CPU || tr->dev.threads > 1))
+        usage_error("--record times compute in the calling thread's CPU time: it needs --device cpu and --threads 1");
     dev_mem_limit(o->mem_limit);
     static const char *names[AXES] = {"tensor-parallel", "context-parallel", "pipeline", "data-parallel"};
     for (int a = 0; a < AXES; a++) {
@@ -252,6 +255,7 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     args_check_output(MPI_COMM_WORLD, "csv", o->c.csv, CSV_HEADER);
     args_check_output(MPI_COMM_WORLD, "save-final", o->save_final, NULL);
     args_check_output(MPI_COMM_WORLD, "trace", o->trace, NULL);
+    args_check_output(MPI_COMM_WORLD, "record", o->record, NULL);
     args_check_output(MPI_COMM_WORLD, "dump", o->dump, NULL);
     if (o->ckpt_dir) {
         char err[700] = "";
@@ -273,6 +277,7 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     header(tr, prec);
     tr->trace_track = trace_track("compute");   /* tracks in this order: compute, comm */
     trace_init(MPI_COMM_WORLD, o->trace, 0);
+    record_init(MPI_COMM_WORLD, o->record);
     if (o->c.csv && tr->dist.rank == 0) tr->csv = csv_open(o->c.csv, CSV_HEADER);
 }
 
@@ -830,6 +835,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
     }
     trace_pause(0);
     trace_write();
+    record_write();
     tr->sent_bytes = sent_total(tr);
 }
 

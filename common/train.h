@@ -59,6 +59,7 @@ typedef struct {
     const char *ckpt_dir;
     int ckpt_every, ckpt_keep, resume, crash_in_save, stall_in_save;
     const char *trace;
+    const char *record;       /* --record: the action record (trace.h) of the steps after the first */
     int trace_steps;
     const char *save_final, *dump;
     double timeout_s;
