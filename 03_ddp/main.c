@@ -96,6 +96,7 @@ int main(int argc, char **argv) {
         char name[32];
         grad_compress_init(&ddp.gc, &tr.grad, &tr.model, &spec, strcmp(ddp.error_feedback, "on") == 0);
         strategy = grad_compress_strategy(&ddp.gc);
+        tr.compressor = &ddp.gc.z;   /* its residuals and Q join the checkpoints */
         say("compress: %s, error feedback %s, after backward: %.0f B per rank per step (formula: %s; "
             "uncompressed ring %.0f B)\n", compress_name(&spec, name), ddp.error_feedback,
             compressor_sent_bytes(&ddp.gc.z, tr.dp), compress_formula(&spec),

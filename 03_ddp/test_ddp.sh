@@ -41,14 +41,16 @@ same)  # NP TOL "FLAGS A" "FLAGS B": two variants on NP ranks (TOL 0: bit for bi
     grep -h '^ddp:\|^batch:' "$dir/a.log" "$dir/b.log"
     if [ "$tol" = 0 ]; then $CMP "$dir/a.bin" "$dir/b.bin" --exact; else $CMP "$dir/a.bin" "$dir/b.bin" --tol "$tol"; fi
     ;;
-kill)  # NP WHAT [NP_RESUME]: kill -9 a run part-way, resume, compare with an uninterrupted run
+kill)  # NP WHAT [NP_RESUME [FLAGS...]]: kill -9 a run part-way, resume, compare with an uninterrupted run
     # WHAT: "all" kills mpirun and every rank at once (a node losing power),
     # "rank" kills one rank (mpirun then ends the job). The kill comes as
     # soon as the checkpoint of step 8 exists (stdout arrives through mpirun
     # late, the files do not); a step takes a few ms, so it lands in the
     # middle of a later step or of a later save.
-    np=$2; what=$3; np2=${4:-$2}
-    base=("${TINY[@]}" --dim 64 --seq 64 --steps 60)
+    # FLAGS go to every run (--compress: the compressor's state must be
+    # resumed too, or the weights differ).
+    np=$2; what=$3; np2=${4:-$2}; shift $(( $# < 4 ? $# : 4 ))
+    base=("${TINY[@]}" --dim 64 --seq 64 --steps 60 "$@")
     flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
     run "$np" "$dir/ref.log" "${base[@]}" --save-final "$dir/ref.bin"
     setsid mpirun -np "$np" "$DDP" "${flags[@]}" >"$dir/a.log" 2>&1 &
@@ -91,6 +93,15 @@ crash-in-save)  # NP: a rank dies half-way through writing a checkpoint; resume 
     grep '^resume' "$dir/b.log"
     grep -q 'step_00000006: step 6' "$dir/b.log" || { echo "error: did not resume from step 6"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
+compress-ranks)  # a checkpoint of int8 gradients on 2 ranks, resumed on 3: refused for the
+    # compressor's state (each rank's residual), with exit 2
+    flags=("${TINY[@]}" --steps 4 --compress int8 --ckpt-dir "$dir/ckpt")
+    run 2 "$dir/a.log" "${flags[@]}"
+    rc=0; mpirun -np 3 "$DDP" "${flags[@]}" --resume >"$dir/b.log" 2>&1 || rc=$?
+    grep '^error' "$dir/b.log" || true
+    [ "$rc" = 2 ] || { echo "error: exit status $rc, expected 2"; exit 1; }
+    grep -q 'holds the gradient compressor state of 2 ranks, this run keeps it on 3' "$dir/b.log"
     ;;
 resume-none)  # --resume with an empty directory starts at step 0 and says so
     run 2 "$dir/a.log" "${TINY[@]}" --steps 3 --ckpt-dir "$dir/ckpt" --resume

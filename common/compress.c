@@ -248,6 +248,22 @@ void compressor_free(compressor_t *z) {
     memset(z, 0, sizeof *z);
 }
 
+int compressor_state(const compressor_t *z, float *buf[2], size_t len[2], const char *name[2]) {
+    int k = 0;
+    if (z->spec.kind == COMPRESS_NONE) return 0;
+    if (z->ef) {
+        buf[k] = z->residual;
+        len[k] = z->n;
+        name[k++] = "residual";
+    }
+    if (z->spec.kind == COMPRESS_POWERSGD) {
+        buf[k] = z->q;
+        len[k] = z->nq;
+        name[k++] = "powersgd_q";
+    }
+    return k;
+}
+
 double compressor_sent_bytes(const compressor_t *z, int N) {
     return compress_sent_bytes(&z->spec, z->n, z->flat ? NULL : z->t, z->nt, N);
 }

@@ -124,6 +124,13 @@ typedef struct {
 void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
                      int nt, const comm_t *cm);
 void compressor_free(compressor_t *z);
+/* The state z carries from one step to the next, which a resumed run must
+ * restore to continue exactly: the residual (error feedback; this rank's
+ * own) and PowerSGD's Q (the next step's warm start; the same on every
+ * rank). Fills up to 2 device arrays with their names and lengths (floats)
+ * and returns how many; 0 when z keeps nothing (none, or no error feedback
+ * for int8, sign and top-k). */
+int compressor_state(const compressor_t *z, float *buf[2], size_t len[2], const char *name[2]);
 /* compress_sent_bytes for z's gradient and tensors. */
 double compressor_sent_bytes(const compressor_t *z, int N);
 /* x (z->n values) <- the sum over cm's ranks of the decompressed
