@@ -103,6 +103,23 @@ compress-ranks)  # a checkpoint of int8 gradients on 2 ranks, resumed on 3: refu
     [ "$rc" = 2 ] || { echo "error: exit status $rc, expected 2"; exit 1; }
     grep -q 'holds the gradient compressor state of 2 ranks, this run keeps it on 3' "$dir/b.log"
     ;;
+damaged-newest)  # the newest set damaged (its meta.ckpt a directory): the resume falls back
+    # to the set before, moves the damaged one aside (step_N.damaged, said on
+    # stdout), saves that step again and ends bit for bit like an uninterrupted run
+    flags=("${TINY[@]}" --steps 8 --ckpt-every 2 --ckpt-dir "$dir/ckpt")
+    run 2 "$dir/ref.log" "${TINY[@]}" --steps 8 --save-final "$dir/ref.bin"
+    run 2 "$dir/a.log" "${flags[@]}"
+    rm -rf "$dir/ckpt/step_00000008"; mkdir -p "$dir/ckpt/step_00000008/meta.ckpt"
+    cp "$dir/ckpt/step_00000006/part_00000.ckpt" "$dir/ckpt/step_00000008/meta.ckpt/x"
+    cp "$dir/ckpt/step_00000006/part_00000.ckpt" "$dir/ckpt/step_00000008/"
+    run 2 "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume\|^ckpt' "$dir/b.log"
+    echo "checkpoints now: $(ls "$dir/ckpt" | tr '\n' ' ')"
+    grep -q "moved the damaged set of step 8 aside: $dir/ckpt/step_00000008.damaged" "$dir/b.log" ||
+        { echo "error: the damaged set was not moved aside"; exit 1; }
+    [ -f "$dir/ckpt/step_00000008/meta.ckpt" ] || { echo "error: step 8 was not saved again"; exit 1; }
+    $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
 resume-none)  # --resume with an empty directory starts at step 0 and says so
     run 2 "$dir/a.log" "${TINY[@]}" --steps 3 --ckpt-dir "$dir/ckpt" --resume
     grep '^resume' "$dir/a.log"
