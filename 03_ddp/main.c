@@ -79,6 +79,13 @@ int main(int argc, char **argv) {
         usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", ddp.compress);
     args_check_output(MPI_COMM_WORLD, "bench-csv", ddp.bench_csv, BENCH_HEADER);
     if (ddp.outer_lr > 0 && !ddp.local_steps) usage_error("--outer-lr needs --local-steps");
+    if (args_given(&ddp.outer_momentum) && !(ddp.outer_lr > 0))
+        usage_error("--outer-momentum is the momentum of DiLoCo's outer step: it needs --local-steps and --outer-lr");
+    if (args_given(&ddp.error_feedback) && !ddp.compress)
+        usage_error("--error-feedback needs --compress (uncompressed gradients drop nothing to feed back)");
+    if (ddp.compress && ddp.bench_csv) usage_error("--compress takes no --bench-csv (its row describes buckets)");
+    if (ddp.compress && ddp.no_overlap)
+        usage_error("--compress sends the gradients after backward already: --no-overlap does nothing with it");
     if (ddp.compress && ddp.local_steps) usage_error("--compress and --local-steps are two ways to send less: use one");
     /* the ranks' optimizer states differ: a checkpoint of one rank's would not resume the run */
     if (ddp.local_steps && tr.o.ckpt_dir) usage_error("--local-steps takes no --ckpt-dir (each rank has its own optimizer state)");

@@ -223,14 +223,18 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     device_init(&tr->dev, o->c.device, tr->dist.local_rank, tr->dist.local_world, o->c.threads);
     dev_mem_limit(o->mem_limit);
     static const char *names[AXES] = {"tensor-parallel", "context-parallel", "pipeline", "data-parallel"};
+    /* A one-rank communicator needs no NCCL: auto takes MPI there, but an
+     * explicit --comm nccl is honoured (and refused without a GPU), so that
+     * one rank and many agree. */
+    int nccl = strcmp(o->c.comm, "nccl") == 0;
     for (int a = 0; a < AXES; a++) {
-        comm_init(&tr->axis[a], tr->mesh.axis[a], tr->mesh.size[a] > 1 ? o->c.comm : "mpi", &tr->dev);
+        comm_init(&tr->axis[a], tr->mesh.axis[a], tr->mesh.size[a] > 1 || nccl ? o->c.comm : "mpi", &tr->dev);
         tr->axis[a].name = names[a];
     }
     MPI_Comm g = mesh_group(&tr->mesh, 1u << AXIS_CP | 1u << AXIS_DP);
     int gsize;
     MPI_Comm_size(g, &gsize);
-    comm_init(&tr->grad, g, gsize > 1 ? o->c.comm : "mpi", &tr->dev);
+    comm_init(&tr->grad, g, gsize > 1 || nccl ? o->c.comm : "mpi", &tr->dev);
     tr->grad.name = cp > 1 ? "context x data-parallel" : "data-parallel";
     MPI_Comm_free(&g);
     tr->part_unique = tr->grad.rank == 0;
