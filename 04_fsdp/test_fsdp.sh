@@ -23,12 +23,12 @@ run() {  # NP LOG FLAGS...: one training run, quietly unless it fails
         echo "run failed: mpirun -np $np $P $*"; tail -n 20 "$log"; exit 1
     fi
 }
-ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N
-    # and --shard K -> $ref
+ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N,
+    # --shard K and --reshard-after-backward X (ZeRO-3's alone) -> $ref
     ref=(); local skip=0 a
     for a in "$@"; do
         if [ $skip = 1 ]; then skip=0; continue; fi
-        if [ "$a" = --zero ] || [ "$a" = --shard ]; then skip=1; continue; fi
+        if [ "$a" = --zero ] || [ "$a" = --shard ] || [ "$a" = --reshard-after-backward ]; then skip=1; continue; fi
         ref+=("$a")
     done
 }
