@@ -120,7 +120,7 @@ reference-charts:
 	@bash scripts/reference_charts.sh
 
 assignment:
-	@bash scripts/assignment.sh $(if $(DIR),--dir $(DIR)) $(NAME)
+	@bash scripts/assignment.sh $(if $(DIR),--dir "$(DIR)") $(NAME)
 
 grade:
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/grade.sh $(NAME)
