@@ -115,10 +115,13 @@ int main(int argc, char **argv) {
     train_optimizer(&tr, NULL, 0, 0);
     if (ddp.local_steps) {
         local_sgd_init(&ddp.lsgd, &tr, ddp.local_steps, (float)ddp.outer_lr, (float)ddp.outer_momentum);
+        int A = local_sgd_averages(&ddp.lsgd, &tr);
+        long S = tr.o.steps - tr.start;
         say("local:   each rank steps alone; fp32 weights averaged every %d step%s%s; %.7g MB sent per rank "
-            "per step = 2 (N-1)/N x 4 x %zu / %d\n", ddp.local_steps, ddp.local_steps == 1 ? "" : "s",
-            ddp.outer_lr > 0 ? ", through DiLoCo's outer Nesterov step" : "",
-            local_sgd_bytes_per_step(&ddp.lsgd, &tr) / 1e6, tr.opt.n, ddp.local_steps);
+            "per step = 2 (N-1)/N x 4 x %zu / %.7g (%ld steps / %d average%s%s)\n", ddp.local_steps,
+            ddp.local_steps == 1 ? "" : "s", ddp.outer_lr > 0 ? ", through DiLoCo's outer Nesterov step" : "",
+            local_sgd_bytes_per_step(&ddp.lsgd, &tr) / 1e6, tr.opt.n, A ? (double)S / A : 0.0, S, A,
+            A == 1 ? "" : "s", S % ddp.local_steps ? ", the last after the last step" : "");
     }
     train_run(&tr, runner_step, &ddp.run);
 

@@ -120,6 +120,26 @@ damaged-newest)  # the newest set damaged (its meta.ckpt a directory): the resum
     [ -f "$dir/ckpt/step_00000008/meta.ckpt" ] || { echo "error: step 8 was not saved again"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
     ;;
+local-bytes-tail)  # NP H S: S steps, no multiple of H: ceil(S/H) averages (the last after
+    # step S), and the printed bytes per step are the bytes sent, 2 (N-1)/N 4 P ceil(S/H) / S
+    np=$2; h=$3; S=$4
+    run "$np" "$dir/local.log" "${TINY[@]}" --steps "$S" --local-steps "$h"
+    grep '^local:' "$dir/local.log"
+    P=$(sed -n 's/^local:.*MB sent per rank per step = .* x \([0-9]*\) \/ .*/\1/p' "$dir/local.log")
+    printed=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step = .*/\1/p' "$dir/local.log")
+    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (measured)/\1/p' "$dir/local.log")
+    avgs=$(sed -n 's/^local:   \([0-9]*\) weight average.*/\1/p' "$dir/local.log")
+    awk -v N="$np" -v H="$h" -v S="$S" -v P="$P" -v printed="$printed" -v measured="$measured" -v avgs="$avgs" '
+        function off(a, b) { return (a - b) / b < 0 ? (b - a) / b : (a - b) / b }
+        BEGIN {
+            A = int((S + H - 1) / H); want = 2 * (N - 1) / N * 4 * P * A / S / 1e6
+            printf "%d steps, H %d: %d averages (done %s); 2 (N-1)/N x 4 x %d x %d / %d = %.7g MB; printed %s, measured %s\n",
+                   S, H, A, avgs, P, A, S, want, printed, measured
+            bad = avgs != A
+            if (printed == "" || off(printed, want) > 1e-6) { print "error: the printed bytes differ from the formula"; bad = 1 }
+            if (measured == "" || off(measured, printed) > 1e-6) { print "error: the printed bytes differ from those sent"; bad = 1 }
+            exit bad }'
+    ;;
 resume-none)  # --resume with an empty directory starts at step 0 and says so
     run 2 "$dir/a.log" "${TINY[@]}" --steps 3 --ckpt-dir "$dir/ckpt" --resume
     grep '^resume' "$dir/a.log"
