@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
                        tr.global_tokens / (ms / 1e3), tr.dev.threads);
     }
     if (ddp.local_steps)
-        say("local:   %d weight average%s; %.7g MB sent per rank per step (measured)\n", ddp.lsgd.averages,
+        say("local:   %d weight average%s; %.7g MB sent per rank per step (counted: each call's ring bytes)\n", ddp.lsgd.averages,
             ddp.lsgd.averages == 1 ? "" : "s", comm_sent_bytes(&tr.grad) / tr.o.steps / 1e6);
     else if (!ddp.compress)
         say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",

@@ -127,7 +127,7 @@ local-bytes-tail)  # NP H S: S steps, no multiple of H: ceil(S/H) averages (the 
     grep '^local:' "$dir/local.log"
     P=$(sed -n 's/^local:.*MB sent per rank per step = .* x \([0-9]*\) \/ .*/\1/p' "$dir/local.log")
     printed=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step = .*/\1/p' "$dir/local.log")
-    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (measured)/\1/p' "$dir/local.log")
+    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (counted: each call.s ring bytes)/\1/p' "$dir/local.log")
     avgs=$(sed -n 's/^local:   \([0-9]*\) weight average.*/\1/p' "$dir/local.log")
     awk -v N="$np" -v H="$h" -v S="$S" -v P="$P" -v printed="$printed" -v measured="$measured" -v avgs="$avgs" '
         function off(a, b) { return (a - b) / b < 0 ? (b - a) / b : (a - b) / b }
@@ -255,7 +255,7 @@ local-bytes)  # NP H: bytes per rank per step = 2 (N-1)/N x 4 P / H, printed, me
     run "$np" "$dir/local.log" "${TINY[@]}" --steps $((2 * h)) --local-steps "$h"
     grep '^local:' "$dir/local.log"
     printed=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step = .* x \([0-9]*\) \/ .*/\1 \2/p' "$dir/local.log")
-    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (measured)/\1/p' "$dir/local.log")
+    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (counted: each call.s ring bytes)/\1/p' "$dir/local.log")
     awk -F, -v N="$np" -v H="$h" -v printed="$printed" -v measured="$measured" '
         NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { ddp += $c["sent_mb"]; rows++ }
