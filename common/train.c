@@ -509,7 +509,9 @@ void train_ckpt_commit(train_t *tr, train_ckpt_t *s) {
         ckpt_commit_set(s->tmp, set);
         ckpt_remove_after(o->ckpt_dir, s->step);
         ckpt_prune(o->ckpt_dir, o->ckpt_keep);
-        say("ckpt:    %s (%d part%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s",
+        char z[48] = "";
+        if (s->compressed) snprintf(z, sizeof z, " + %d compressor state%s", s->compressed, s->compressed == 1 ? "" : "s");
+        say("ckpt:    %s (%d part%s%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s", z,
             s->bytes / 1e6, (now_s() - s->t0) * 1e3);
     }
 }
