@@ -143,7 +143,7 @@ cluster-down:
 	@bash scripts/cluster.sh down
 
 assignment:
-	@bash scripts/assignment.sh $(if $(DIR),--dir $(DIR)) $(NAME)
+	@bash scripts/assignment.sh $(if $(DIR),--dir "$(DIR)") $(NAME)
 
 grade:
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/grade.sh $(NAME)

@@ -4,8 +4,10 @@
  * Every rank's input is random (compression is lossy: there is no exact
  * integer check here), and every rank can rebuild every other's, so the
  * exact sum is known everywhere. Per size and compressor:
- *   sent B/rank  bytes this rank put on the wire per call, counted by comm,
- *                and the formula (compress.h); they must agree (else exit 1)
+ *   sent B/rank  bytes this rank sent per call as comm counts them (each
+ *                collective call adds its ring algorithm's bytes: a count,
+ *                not bytes observed on the wire), and the formula
+ *                (compress.h); they must agree (else exit 1)
  *   time         mean per call of the slowest rank, compression included
  *   algbw/busbw  as nccl-tests for an all-reduce of the fp32 vector: the
  *                bandwidth an uncompressed ring would need to be as fast

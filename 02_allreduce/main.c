@@ -272,12 +272,20 @@ static void parse_options(int argc, char **argv, int world, options_t *o) {
     if (o->compress) {
         if (strcmp(o->compress, "all") == 0) o->compress = COMPRESS_ALL;
         if (strcmp(dtype_s, "fp32")) usage_error("--compress compresses fp32 gradients: drop --dtype %s", dtype_s);
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", o->compress);
+        if (args_given(&o->op_s) || args_given(&o->algo_s))
+            usage_error("--compress measures the compressed all-reduce instead of --op and --algo: drop them");
+        if (o->corrupt)
+            usage_error("--corrupt changes an element before the exact check, and --compress has none "
+                        "(compression is lossy): drop one");
+        char *buf = xmalloc(strlen(o->compress) + 1);   /* the whole list, however long */
+        strcpy(buf, o->compress);
         compress_spec_t spec;
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        int n = 0;
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
             if (compress_parse(t, &spec))
                 usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", t);
+        free(buf);
+        if (n == 0) usage_error("--compress '%s' names no compressor", o->compress);
     }
     if (o->record && o->compress) usage_error("--record records the --op sweep, not --compress");
     args_check_output(MPI_COMM_WORLD, "csv", o->ca.csv, o->compress ? COMPRESSED_CSV_HEADER : CSV_HEADER);

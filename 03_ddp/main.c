@@ -79,6 +79,13 @@ int main(int argc, char **argv) {
         usage_error("--compress %s: expected none, int8, sign, topk:F (0 < F <= 1) or powersgd:R", ddp.compress);
     args_check_output(MPI_COMM_WORLD, "bench-csv", ddp.bench_csv, BENCH_HEADER);
     if (ddp.outer_lr > 0 && !ddp.local_steps) usage_error("--outer-lr needs --local-steps");
+    if (args_given(&ddp.outer_momentum) && !(ddp.outer_lr > 0))
+        usage_error("--outer-momentum is the momentum of DiLoCo's outer step: it needs --local-steps and --outer-lr");
+    if (args_given(&ddp.error_feedback) && !ddp.compress)
+        usage_error("--error-feedback needs --compress (uncompressed gradients drop nothing to feed back)");
+    if (ddp.compress && ddp.bench_csv) usage_error("--compress takes no --bench-csv (its row describes buckets)");
+    if (ddp.compress && ddp.no_overlap)
+        usage_error("--compress sends the gradients after backward already: --no-overlap does nothing with it");
     if (ddp.compress && ddp.local_steps) usage_error("--compress and --local-steps are two ways to send less: use one");
     /* the ranks' optimizer states differ: a checkpoint of one rank's would not resume the run */
     if (ddp.local_steps && tr.o.ckpt_dir) usage_error("--local-steps takes no --ckpt-dir (each rank has its own optimizer state)");
@@ -96,6 +103,7 @@ int main(int argc, char **argv) {
         char name[32];
         grad_compress_init(&ddp.gc, &tr.grad, &tr.model, &spec, strcmp(ddp.error_feedback, "on") == 0);
         strategy = grad_compress_strategy(&ddp.gc);
+        tr.compressor = &ddp.gc.z;   /* its residuals and Q join the checkpoints */
         say("compress: %s, error feedback %s, after backward: %.0f B per rank per step (formula: %s; "
             "uncompressed ring %.0f B)\n", compress_name(&spec, name), ddp.error_feedback,
             compressor_sent_bytes(&ddp.gc.z, tr.dp), compress_formula(&spec),
@@ -107,10 +115,13 @@ int main(int argc, char **argv) {
     train_optimizer(&tr, NULL, 0, 0);
     if (ddp.local_steps) {
         local_sgd_init(&ddp.lsgd, &tr, ddp.local_steps, (float)ddp.outer_lr, (float)ddp.outer_momentum);
+        int A = local_sgd_averages(&ddp.lsgd, &tr);
+        long S = tr.o.steps - tr.start;
         say("local:   each rank steps alone; fp32 weights averaged every %d step%s%s; %.7g MB sent per rank "
-            "per step = 2 (N-1)/N x 4 x %zu / %d\n", ddp.local_steps, ddp.local_steps == 1 ? "" : "s",
-            ddp.outer_lr > 0 ? ", through DiLoCo's outer Nesterov step" : "",
-            local_sgd_bytes_per_step(&ddp.lsgd, &tr) / 1e6, tr.opt.n, ddp.local_steps);
+            "per step = 2 (N-1)/N x 4 x %zu / %.7g (%ld steps / %d average%s%s)\n", ddp.local_steps,
+            ddp.local_steps == 1 ? "" : "s", ddp.outer_lr > 0 ? ", through DiLoCo's outer Nesterov step" : "",
+            local_sgd_bytes_per_step(&ddp.lsgd, &tr) / 1e6, tr.opt.n, A ? (double)S / A : 0.0, S, A,
+            A == 1 ? "" : "s", S % ddp.local_steps ? ", the last after the last step" : "");
     }
     train_run(&tr, runner_step, &ddp.run);
 
@@ -122,7 +133,7 @@ int main(int argc, char **argv) {
                        tr.global_tokens / (ms / 1e3), tr.dev.threads);
     }
     if (ddp.local_steps)
-        say("local:   %d weight average%s; %.7g MB sent per rank per step (measured)\n", ddp.lsgd.averages,
+        say("local:   %d weight average%s; %.7g MB sent per rank per step (counted: each call's ring bytes)\n", ddp.lsgd.averages,
             ddp.lsgd.averages == 1 ? "" : "s", comm_sent_bytes(&tr.grad) / tr.o.steps / 1e6);
     else if (!ddp.compress)
         say("ddp:     %d bucket%s per step%s\n", ddp.gs.nbuckets, ddp.gs.nbuckets == 1 ? "" : "s",

@@ -45,14 +45,16 @@ same)  # NP TOL "FLAGS A" "FLAGS B": two variants on NP ranks (TOL 0: bit for bi
     grep -h '^ddp:\|^batch:' "$dir/a.log" "$dir/b.log"
     if [ "$tol" = 0 ]; then $CMP "$dir/a.bin" "$dir/b.bin" --exact; else $CMP "$dir/a.bin" "$dir/b.bin" --tol "$tol"; fi
     ;;
-kill)  # NP WHAT [NP_RESUME]: kill -9 a run part-way, resume, compare with an uninterrupted run
+kill)  # NP WHAT [NP_RESUME [FLAGS...]]: kill -9 a run part-way, resume, compare with an uninterrupted run
     # WHAT: "all" kills mpirun and every rank at once (a node losing power),
     # "rank" kills one rank (mpirun then ends the job). The kill comes as
     # soon as the checkpoint of step 8 exists (stdout arrives through mpirun
     # late, the files do not); a step takes a few ms, so it lands in the
     # middle of a later step or of a later save.
-    np=$2; what=$3; np2=${4:-$2}
-    base=("${TINY[@]}" --dim 64 --seq 64 --steps 60)
+    # FLAGS go to every run (--compress: the compressor's state must be
+    # resumed too, or the weights differ).
+    np=$2; what=$3; np2=${4:-$2}; shift $(( $# < 4 ? $# : 4 ))
+    base=("${TINY[@]}" --dim 64 --seq 64 --steps 60 "$@")
     flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
     run "$np" "$dir/ref.log" "${base[@]}" --save-final "$dir/ref.bin"
     setsid mpirun -np "$np" "$DDP" "${flags[@]}" >"$dir/a.log" 2>&1 &
@@ -95,6 +97,52 @@ crash-in-save)  # NP: a rank dies half-way through writing a checkpoint; resume 
     grep '^resume' "$dir/b.log"
     grep -q 'step_00000006: step 6' "$dir/b.log" || { echo "error: did not resume from step 6"; exit 1; }
     $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
+compress-ranks)  # a checkpoint of int8 gradients on 2 ranks, resumed on 3: refused for the
+    # compressor's state (each rank's residual), with exit 2
+    flags=("${TINY[@]}" --steps 4 --compress int8 --ckpt-dir "$dir/ckpt")
+    run 2 "$dir/a.log" "${flags[@]}"
+    rc=0; mpirun -np 3 "$DDP" "${flags[@]}" --resume >"$dir/b.log" 2>&1 || rc=$?
+    grep '^error' "$dir/b.log" || true
+    [ "$rc" = 2 ] || { echo "error: exit status $rc, expected 2"; exit 1; }
+    grep -q 'holds the gradient compressor state of 2 ranks, this run keeps it on 3' "$dir/b.log"
+    ;;
+damaged-newest)  # the newest set damaged (its meta.ckpt a directory): the resume falls back
+    # to the set before, moves the damaged one aside (step_N.damaged, said on
+    # stdout), saves that step again and ends bit for bit like an uninterrupted run
+    flags=("${TINY[@]}" --steps 8 --ckpt-every 2 --ckpt-dir "$dir/ckpt")
+    run 2 "$dir/ref.log" "${TINY[@]}" --steps 8 --save-final "$dir/ref.bin"
+    run 2 "$dir/a.log" "${flags[@]}"
+    rm -rf "$dir/ckpt/step_00000008"; mkdir -p "$dir/ckpt/step_00000008/meta.ckpt"
+    cp "$dir/ckpt/step_00000006/part_00000.ckpt" "$dir/ckpt/step_00000008/meta.ckpt/x"
+    cp "$dir/ckpt/step_00000006/part_00000.ckpt" "$dir/ckpt/step_00000008/"
+    run 2 "$dir/b.log" "${flags[@]}" --resume --save-final "$dir/b.bin"
+    grep '^resume\|^ckpt' "$dir/b.log"
+    echo "checkpoints now: $(ls "$dir/ckpt" | tr '\n' ' ')"
+    grep -q "moved the damaged set of step 8 aside: $dir/ckpt/step_00000008.damaged" "$dir/b.log" ||
+        { echo "error: the damaged set was not moved aside"; exit 1; }
+    [ -f "$dir/ckpt/step_00000008/meta.ckpt" ] || { echo "error: step 8 was not saved again"; exit 1; }
+    $CMP "$dir/b.bin" "$dir/ref.bin" --exact
+    ;;
+local-bytes-tail)  # NP H S: S steps, no multiple of H: ceil(S/H) averages (the last after
+    # step S), and the printed bytes per step are the bytes sent, 2 (N-1)/N 4 P ceil(S/H) / S
+    np=$2; h=$3; S=$4
+    run "$np" "$dir/local.log" "${TINY[@]}" --steps "$S" --local-steps "$h"
+    grep '^local:' "$dir/local.log"
+    P=$(sed -n 's/^local:.*MB sent per rank per step = .* x \([0-9]*\) \/ .*/\1/p' "$dir/local.log")
+    printed=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step = .*/\1/p' "$dir/local.log")
+    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (counted: each call.s ring bytes)/\1/p' "$dir/local.log")
+    avgs=$(sed -n 's/^local:   \([0-9]*\) weight average.*/\1/p' "$dir/local.log")
+    awk -v N="$np" -v H="$h" -v S="$S" -v P="$P" -v printed="$printed" -v measured="$measured" -v avgs="$avgs" '
+        function off(a, b) { return (a - b) / b < 0 ? (b - a) / b : (a - b) / b }
+        BEGIN {
+            A = int((S + H - 1) / H); want = 2 * (N - 1) / N * 4 * P * A / S / 1e6
+            printf "%d steps, H %d: %d averages (done %s); 2 (N-1)/N x 4 x %d x %d / %d = %.7g MB; printed %s, measured %s\n",
+                   S, H, A, avgs, P, A, S, want, printed, measured
+            bad = avgs != A
+            if (printed == "" || off(printed, want) > 1e-6) { print "error: the printed bytes differ from the formula"; bad = 1 }
+            if (measured == "" || off(measured, printed) > 1e-6) { print "error: the printed bytes differ from those sent"; bad = 1 }
+            exit bad }'
     ;;
 resume-none)  # --resume with an empty directory starts at step 0 and says so
     run 2 "$dir/a.log" "${TINY[@]}" --steps 3 --ckpt-dir "$dir/ckpt" --resume
@@ -218,7 +266,7 @@ local-bytes)  # NP H: bytes per rank per step = 2 (N-1)/N x 4 P / H, printed, me
     run "$np" "$dir/local.log" "${TINY[@]}" --steps $((2 * h)) --local-steps "$h"
     grep '^local:' "$dir/local.log"
     printed=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step = .* x \([0-9]*\) \/ .*/\1 \2/p' "$dir/local.log")
-    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (measured)/\1/p' "$dir/local.log")
+    measured=$(sed -n 's/^local:.*; \([0-9.e+-]*\) MB sent per rank per step (counted: each call.s ring bytes)/\1/p' "$dir/local.log")
     awk -F, -v N="$np" -v H="$h" -v printed="$printed" -v measured="$measured" '
         NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { ddp += $c["sent_mb"]; rows++ }

@@ -416,6 +416,9 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
     f->keep_gathered = strcmp(o->reshard_backward, "off") == 0;
     f->stages = tr->mesh.size[AXIS_PP];
     if (rep && o->zero == 0) usage_error("hybrid sharding needs --zero 1, 2 or 3");
+    if (f->keep_gathered && o->zero < 3)
+        usage_error("--reshard-after-backward off keeps ZeRO-3's gathered weights; ZeRO-%d gathers none "
+                    "(every rank holds the whole weights): drop it or use --zero 3", o->zero);
     if (o->zero == 3 && o->prefetch > tr->cfg.layers)
         usage_error("--prefetch %d is deeper than the model's %d layers", o->prefetch, tr->cfg.layers);
     plan_units(f, tr);

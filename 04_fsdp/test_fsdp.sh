@@ -27,12 +27,12 @@ source tests/reference_run.sh
 ref() {  # LOG PROG FLAGS...: the 1-rank reference run (tests/reference_run.sh), quietly unless it fails
     reference_run "$@" || { echo "the 1-rank reference run failed: $2 ${*:3}"; tail -n 20 "$1"; exit 1; }
 }
-ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N
-    # and --shard K -> $ref
+ref_flags() {  # FLAGS...: the same flags for the DDP reference, without --zero N,
+    # --shard K and --reshard-after-backward X (ZeRO-3's alone) -> $ref
     ref=(); local skip=0 a
     for a in "$@"; do
         if [ $skip = 1 ]; then skip=0; continue; fi
-        if [ "$a" = --zero ] || [ "$a" = --shard ]; then skip=1; continue; fi
+        if [ "$a" = --zero ] || [ "$a" = --shard ] || [ "$a" = --reshard-after-backward ]; then skip=1; continue; fi
         ref+=("$a")
     done
 }

@@ -104,9 +104,10 @@ static int order(pipe_kind_t kind, int P, int M, int V, int K, int s, comp_t *o)
         break;
     }
     case PIPE_ZBH1: {         /* ZB-H1 (Qi et al. 2023): 1F1B's order of F and B, with B
-                                 the input gradients only; stage s lets up to d = P - 1 - s
-                                 W's wait, so that the Bs, on the critical path, reach the
-                                 earlier stages sooner; each B of the cooldown is followed
+                                 the input gradients only; stage s lets up to d = s W's
+                                 wait (the first stage none, the last P - 1), so that the
+                                 Bs, on the critical path, reach the earlier stages
+                                 sooner; each B of the cooldown is followed
                                  by a W, which fills the wait for the next gradient, and
                                  the waiting W's close the step. */
         int w = P - s - 1 < M ? P - s - 1 : M, d = s, wn = 0;

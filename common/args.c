@@ -127,6 +127,15 @@ static void set_value(const arg_t *a, const char *v) {
     }
 }
 
+static const void *given[256];   /* the dst of every flag args_parse found */
+static int ngiven;
+
+int args_given(const void *dst) {
+    for (int i = 0; i < ngiven; i++)
+        if (given[i] == dst) return 1;
+    return 0;
+}
+
 void args_parse(int argc, char **argv, const char *prog, const char *about,
                 const arg_t *args, int n) {
     for (int i = 1; i < argc; i++) {
@@ -141,6 +150,7 @@ void args_parse(int argc, char **argv, const char *prog, const char *about,
         for (int j = 0; j < n; j++)
             if (strlen(args[j].name) == nlen && strncmp(args[j].name, name, nlen) == 0) a = &args[j];
         if (!a) usage_error("unknown flag --%.*s (see --help)", (int)nlen, name);
+        if (ngiven < ARRAY_LEN(given)) given[ngiven++] = a->dst;
         if (a->type == ARG_FLAG) {
             if (eq) usage_error("--%s takes no value", a->name);
             *(int *)a->dst = 1;

@@ -47,6 +47,11 @@ typedef struct {
 void args_parse(int argc, char **argv, const char *prog, const char *about,
                 const arg_t *args, int n);
 
+/* Whether args_parse found the flag whose value lives at dst on the command
+ * line (not left at its default): a flag that does nothing in a combination
+ * is refused only when it was given. */
+int args_given(const void *dst);
+
 /* Parse one value into a->dst as args_parse does (its type, its range, the
  * same one-line error naming --NAME): for values inside another flag's
  * text, such as the planner's --eval tp=8,pp=2. */

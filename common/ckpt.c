@@ -1,9 +1,11 @@
 /* ckpt.c: checkpoint files (format and guarantees in ckpt.h). */
+#define _GNU_SOURCE   /* renameat2 */
 #include "ckpt.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -333,19 +335,48 @@ int ckpt_is_set(const char *dir) {
     return access(meta, F_OK) == 0 || name_step(base, 0) >= 0 || name_step(base, 1) >= 0;
 }
 
-void ckpt_remove_set(const char *set) {
-    DIR *d = opendir(set);
-    if (d) {
-        struct dirent *e;
-        char path[4400];
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            snprintf(path, sizeof path, "%s/%s", set, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+    (void)st; (void)f;
+    if (flag == FTW_DP) rmdir(path);
+    else unlink(path);
+    return 0;
+}
+
+int ckpt_remove_set(const char *set) {
+    /* Whatever is in it (a damaged set may hold a directory where a file
+     * belongs), never following a link out of it. */
+    nftw(set, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return access(set, F_OK) == 0 ? -1 : 0;
+}
+
+int ckpt_set_aside(const char *dir, long step, char *out, size_t len) {
+    char set[4200];
+    ckpt_set_path(set, sizeof set, dir, step, 0);
+    for (int k = 0; k < 1000; k++) {
+        if (k == 0) snprintf(out, len, "%s.damaged", set);
+        else snprintf(out, len, "%s.damaged.%d", set, k);
+        if (access(out, F_OK) == 0) continue;
+        if (rename(set, out) == 0) return 0;
+        break;
     }
-    rmdir(set);
+    int e = errno;
+    snprintf(out, len, "%s", strerror(e));
+    return -1;
+}
+
+void ckpt_commit_set(const char *tmp, const char *set) {
+    /* A set of this step already there (an older save of it) is swapped
+     * with the new one in one step, so that some complete set of this step
+     * exists at every moment; only then is the old one removed. File
+     * systems without the swap (NFS) remove the old one first. */
+    if (access(set, F_OK) == 0) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, set, RENAME_EXCHANGE) == 0) {
+            if (ckpt_remove_set(tmp) != 0) die("cannot remove %s (the older save of this step)", tmp);
+            return;
+        }
+        if (ckpt_remove_set(set) != 0) die("cannot remove %s (an older save of this step)", set);
+    }
+    if (rename(tmp, set) != 0) die("renaming %s to %s: %s", tmp, set, strerror(errno));
 }
 
 void ckpt_remove_tmp(const char *dir) {

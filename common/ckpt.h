@@ -79,7 +79,9 @@ int ckpt_load(ckpt_t *c, const char *path, char *err, size_t errlen);
 
 /* ---- checkpoint sets: one directory per step ---------------------------------
  * DIR/step_00000012/ holds a part file per rank that has state of its own
- * (part_00003.ckpt, by world rank) and meta.ckpt, written last by rank 0. The
+ * (part_00003.ckpt, by world rank), a compressor state file per rank when
+ * the gradients are compressed (compress_00003.ckpt, train.h) and
+ * meta.ckpt, written last by rank 0. The
  * set is assembled in DIR/step_00000012.tmp/ and renamed into place once
  * every part is on disk, so a crash at any moment leaves a complete step
  * directory or a .tmp one, which nothing reads. */
@@ -108,8 +110,18 @@ void ckpt_prune(const char *dir, int keep);
 /* mkdir -p. On failure removes the directories it created, fills err and
  * returns -1. */
 int ckpt_make_dir(const char *dir, char *err, size_t errlen);
-/* Remove a directory and the files in it (one level). */
-void ckpt_remove_set(const char *set);
+/* Remove a set's directory and everything in it. Returns 0, or -1 when
+ * something could not be removed. */
+int ckpt_remove_set(const char *set);
+/* Move the damaged set of `step` aside, out of every listing: rename it to
+ * step_N.damaged (.damaged.1, ... when that name is taken), which nothing
+ * reads or removes. Returns 0 with the new name in out, or -1 with the
+ * reason. */
+int ckpt_set_aside(const char *dir, long step, char *out, size_t len);
+/* Give the complete set assembled in tmp its final name set, replacing an
+ * older save of the same step (swapped atomically where the file system
+ * can, so that this step's set never goes missing). Dies on failure. */
+void ckpt_commit_set(const char *tmp, const char *set);
 /* Take the lock of a checkpoint directory for this process's lifetime (an
  * flock on DIR/LOCK, released when the process ends however it ends). `who`
  * is written into the file. Returns 0, or -1 with the holder's description

@@ -50,14 +50,21 @@ void compress_matrix(size_t n, size_t *m, size_t *c) {
 
 static int is_matrix(const compress_shape_t *t) { return t->rows > 1 && t->cols > 1; }
 
-/* PowerSGD's words: R (m + c) per matrix, the values of each vector. */
+size_t compress_matrix_rank(int R, size_t m, size_t c) {
+    size_t r = (size_t)R;
+    return r < m ? (r < c ? r : c) : (m < c ? m : c);
+}
+
+/* PowerSGD's words: r (m + c) per matrix (r = min(R, m, c)), the values of each vector. */
 static size_t powersgd_words(int R, size_t n, const compress_shape_t *t, int nt) {
     size_t m, c, w = 0;
     if (!t) {
         compress_matrix(n, &m, &c);
-        return (size_t)R * (m + c);
+        return compress_matrix_rank(R, m, c) * (m + c);
     }
-    for (int k = 0; k < nt; k++) w += is_matrix(&t[k]) ? (size_t)R * (t[k].rows + t[k].cols) : t[k].rows * t[k].cols;
+    for (int k = 0; k < nt; k++)
+        w += is_matrix(&t[k]) ? compress_matrix_rank(R, t[k].rows, t[k].cols) * (t[k].rows + t[k].cols)
+                              : t[k].rows * t[k].cols;
     return w;
 }
 
@@ -81,10 +88,10 @@ double compress_sent_bytes(const compress_spec_t *spec, size_t n, const compress
 
 const char *compress_formula(const compress_spec_t *spec) {
     switch (spec->kind) {
-    case COMPRESS_INT8: return "(N-1) (n + 4 ceil(n/256))";
-    case COMPRESS_SIGN: return "(N-1) (ceil(n/8) + 4 ceil(n/256))";
+    case COMPRESS_INT8: return "(N-1) 4 ceil((n + 4 ceil(n/256))/4)";
+    case COMPRESS_SIGN: return "(N-1) 4 ceil((ceil(n/8) + 4 ceil(n/256))/4)";
     case COMPRESS_TOPK: return "(N-1) 8 ceil(F n)";
-    case COMPRESS_POWERSGD: return "2 (N-1)/N 4 (sum over m x c matrices R (m + c) + vector values)";
+    case COMPRESS_POWERSGD: return "2 (N-1)/N 4 (sum over m x c matrices min(R,m,c) (m + c) + vector values)";
     default: return "2 (N-1)/N 4 n";
     }
 }
@@ -205,7 +212,7 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
         z->all = dev_alloc(z->dev, piece * (size_t)cm->size);
         return;
     }
-    size_t R = (size_t)spec->rank, total = 0;
+    size_t total = 0;
     z->flat = !t;
     z->nt = t ? nt : 1;
     z->t = xmalloc(sizeof *z->t * (size_t)z->nt);
@@ -213,6 +220,7 @@ void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_
     else compress_matrix(n, &z->t[0].rows, &z->t[0].cols);
     for (int k = 0; k < z->nt; k++) {
         if (z->flat || is_matrix(&z->t[k])) {
+            size_t R = compress_matrix_rank(spec->rank, z->t[k].rows, z->t[k].cols);
             z->np += z->t[k].rows * R;
             z->nq += z->t[k].cols * R;
         } else {
@@ -248,6 +256,22 @@ void compressor_free(compressor_t *z) {
     memset(z, 0, sizeof *z);
 }
 
+int compressor_state(const compressor_t *z, float *buf[2], size_t len[2], const char *name[2]) {
+    int k = 0;
+    if (z->spec.kind == COMPRESS_NONE) return 0;
+    if (z->ef) {
+        buf[k] = z->residual;
+        len[k] = z->n;
+        name[k++] = "residual";
+    }
+    if (z->spec.kind == COMPRESS_POWERSGD) {
+        buf[k] = z->q;
+        len[k] = z->nq;
+        name[k++] = "powersgd_q";
+    }
+    return k;
+}
+
 double compressor_sent_bytes(const compressor_t *z, int N) {
     return compress_sent_bytes(&z->spec, z->n, z->flat ? NULL : z->t, z->nt, N);
 }
@@ -272,10 +296,10 @@ void compress_orthonormalise(float *a, size_t rows, int R) {
  * buffers are zero beyond n: e, and z->all for the product). */
 static void powersgd(compressor_t *z, comm_t *cm, float *x) {
     const device_t *d = z->dev;
-    int R = z->spec.rank;
     size_t off = 0, po = 0, qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* P = M Q */
         size_t m = z->t[k].rows, c = z->t[k].cols;
+        int R = (int)compress_matrix_rank(z->spec.rank, m, c);
         if (z->flat || is_matrix(&z->t[k])) {
             op_matmul(d, 0, 0, (int)m, R, (int)c, 1.0f, z->e + off, (int)c, z->q + qo, R, DT_F32, 0.0f, z->p + po,
                       R, DT_F32);
@@ -290,6 +314,7 @@ static void powersgd(compressor_t *z, comm_t *cm, float *x) {
     off = po = qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* Q = M^T P; a vector's values as they are */
         size_t m = z->t[k].rows, c = z->t[k].cols;
+        int R = (int)compress_matrix_rank(z->spec.rank, m, c);
         if (z->flat || is_matrix(&z->t[k])) {
             op_orthonormalise(d, z->p + po, m, R);
             op_matmul(d, 1, 0, (int)c, R, (int)m, 1.0f, z->e + off, (int)c, z->p + po, R, DT_F32, 0.0f, z->q + qo,
@@ -306,6 +331,7 @@ static void powersgd(compressor_t *z, comm_t *cm, float *x) {
     off = po = qo = 0;
     for (int k = 0; k < z->nt; k++) {   /* x = P Q^T; a vector's sum */
         size_t m = z->t[k].rows, c = z->t[k].cols;
+        int R = (int)compress_matrix_rank(z->spec.rank, m, c);
         if (z->flat || is_matrix(&z->t[k])) {
             float *out = z->flat ? z->all : x + off;
             op_matmul(d, 0, 1, (int)m, (int)c, R, 1.0f, z->p + po, R, z->q + qo, R, DT_F32, 0.0f, out, (int)c,

@@ -14,9 +14,13 @@
  *               list) the rank-R approximation P Q^T, one power iteration
  *               warm-started from the last step's Q (Vogels et al. 2019);
  *               vectors (norm gains: one row or one column) are sent as
- *               they are.  Bytes: 4 (sum over matrices R (m + c) + the
- *               vectors' values).  Without a tensor list, x is one matrix
- *               m x c (c = ceil(sqrt(n)), m = ceil(n / c), zero-padded).
+ *               they are.  A matrix with a side below R gets rank
+ *               r = min(R, m, c): its rank-r approximation is the matrix
+ *               itself (exact up to rounding), and more columns would be
+ *               rounding leftovers made unit vectors.  Bytes: 4 (sum over
+ *               matrices r (m + c) + the vectors' values).  Without a
+ *               tensor list, x is one matrix m x c (c = ceil(sqrt(n)),
+ *               m = ceil(n / c), zero-padded).
  *
  * Why not all-reduce the compressed values? A sum of int8 codes with
  * different scales, or of signs, is not the code of the sum: a ring would
@@ -86,6 +90,8 @@ double compress_sent_bytes(const compress_spec_t *spec, size_t n, const compress
 const char *compress_formula(const compress_spec_t *spec);
 /* PowerSGD's matrix view of n flat values: m x c. */
 void compress_matrix(size_t n, size_t *m, size_t *c);
+/* PowerSGD's rank for an m x c matrix: min(R, m, c). */
+size_t compress_matrix_rank(int R, size_t m, size_t c);
 
 /* int8, sign, topk: encode x (n values) into out (compress_piece_bytes);
  * decode in and add alpha x D into acc. */
@@ -114,8 +120,8 @@ typedef struct {
     compress_shape_t *t;
     int flat;             /* powersgd: x is flat, t[0] its padded matrix view */
     size_t np, nq;        /* powersgd: the words of p and of q */
-    float *p;             /* powersgd: each matrix's P (m, R), in order */
-    float *q;             /* powersgd: each matrix's Q (c, R), kept between calls, or
+    float *p;             /* powersgd: each matrix's P (m, r), in order */
+    float *q;             /* powersgd: each matrix's Q (c, r), kept between calls, or
                              a vector's values */
 } compressor_t;
 
@@ -124,6 +130,13 @@ typedef struct {
 void compressor_init(compressor_t *z, const compress_spec_t *spec, int ef, size_t n, const compress_shape_t *t,
                      int nt, const comm_t *cm);
 void compressor_free(compressor_t *z);
+/* The state z carries from one step to the next, which a resumed run must
+ * restore to continue exactly: the residual (error feedback; this rank's
+ * own) and PowerSGD's Q (the next step's warm start; the same on every
+ * rank). Fills up to 2 device arrays with their names and lengths (floats)
+ * and returns how many; 0 when z keeps nothing (none, or no error feedback
+ * for int8, sign and top-k). */
+int compressor_state(const compressor_t *z, float *buf[2], size_t len[2], const char *name[2]);
 /* compress_sent_bytes for z's gradient and tensors. */
 double compressor_sent_bytes(const compressor_t *z, int N);
 /* x (z->n values) <- the sum over cm's ranks of the decompressed

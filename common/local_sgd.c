@@ -48,9 +48,15 @@ void local_sgd_init(local_sgd_t *l, train_t *tr, int H, float outer_lr, float ou
     }
 }
 
+int local_sgd_averages(const local_sgd_t *l, const train_t *tr) {
+    long S = tr->o.steps, s0 = tr->start;   /* steps s0 + 1 .. S: average_after's rule */
+    return (int)(S / l->H - s0 / l->H + (S % l->H != 0 && S > s0));
+}
+
 double local_sgd_bytes_per_step(const local_sgd_t *l, const train_t *tr) {
     int N = tr->grad.size;
-    return 2.0 * (N - 1) / N * 4.0 * (double)tr->opt.n / l->H;
+    long steps = tr->o.steps - tr->start;
+    return steps > 0 ? 2.0 * (N - 1) / N * 4.0 * (double)tr->opt.n * local_sgd_averages(l, tr) / steps : 0;
 }
 
 void local_sgd_free(local_sgd_t *l, const train_t *tr) {

@@ -28,7 +28,8 @@
  * What goes on the wire: the fp32 master weights, P x 4 bytes, all-reduced
  * every H steps (and after the last step, so that the run ends with one
  * model): per rank and per step on a ring, 2 (N-1)/N x 4 P / H bytes, which
- * is DDP's fp32 gradient all-reduce divided by H. */
+ * is DDP's fp32 gradient all-reduce divided by H (S steps not a multiple of
+ * H: 2 (N-1)/N x 4 P ceil(S / H) / S, the last average coming early). */
 #ifndef LOCAL_SGD_H
 #define LOCAL_SGD_H
 
@@ -51,7 +52,11 @@ typedef struct {
  * after_update hook that averages the weights. The runner gets no gradient
  * strategy ((grad_strategy_t){0}). */
 void local_sgd_init(local_sgd_t *l, train_t *tr, int H, float outer_lr, float outer_momentum);
-/* Bytes each rank sends per step, on average: 2 (N-1)/N x 4 n / H. */
+/* The weight averages of this run: one every H steps and one after the
+ * last step when --steps is no multiple of H (S steps: ceil(S / H)). */
+int local_sgd_averages(const local_sgd_t *l, const train_t *tr);
+/* Bytes each rank sends per step, on average: 2 (N-1)/N x 4 n x averages
+ * / steps (2 (N-1)/N x 4 n / H when H divides the steps). */
 double local_sgd_bytes_per_step(const local_sgd_t *l, const train_t *tr);
 void local_sgd_free(local_sgd_t *l, const train_t *tr);
 

@@ -226,14 +226,18 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
         usage_error("--record times compute in the calling thread's CPU time: it needs --device cpu and --threads 1");
     dev_mem_limit(o->mem_limit);
     static const char *names[AXES] = {"tensor-parallel", "context-parallel", "pipeline", "data-parallel"};
+    /* A one-rank communicator needs no NCCL: auto takes MPI there, but an
+     * explicit --comm nccl is honoured (and refused without a GPU), so that
+     * one rank and many agree. */
+    int nccl = strcmp(o->c.comm, "nccl") == 0;
     for (int a = 0; a < AXES; a++) {
-        comm_init(&tr->axis[a], tr->mesh.axis[a], tr->mesh.size[a] > 1 ? o->c.comm : "mpi", &tr->dev);
+        comm_init(&tr->axis[a], tr->mesh.axis[a], tr->mesh.size[a] > 1 || nccl ? o->c.comm : "mpi", &tr->dev);
         tr->axis[a].name = names[a];
     }
     MPI_Comm g = mesh_group(&tr->mesh, 1u << AXIS_CP | 1u << AXIS_DP);
     int gsize;
     MPI_Comm_size(g, &gsize);
-    comm_init(&tr->grad, g, gsize > 1 ? o->c.comm : "mpi", &tr->dev);
+    comm_init(&tr->grad, g, gsize > 1 || nccl ? o->c.comm : "mpi", &tr->dev);
     tr->grad.name = cp > 1 ? "context x data-parallel" : "data-parallel";
     MPI_Comm_free(&g);
     tr->part_unique = tr->grad.rank == 0;
@@ -353,6 +357,37 @@ static void describe(const train_t *tr, ckpt_t *ck) {
 static const char *const shard_field[10] = {"first", "per_chunk", "chunks", "chunk_stride", "tp",
                                              "tp_rank", "sp", "cp", "cp_rank", "cp_balance"};
 
+/* This rank's compressor state (train.h): its device arrays, and how many
+ * floats they hold together. */
+static int compressor_arrays(const train_t *tr, float *buf[2], size_t len[2], const char *name[2], size_t *total) {
+    int k = tr->compressor ? compressor_state(tr->compressor, buf, len, name) : 0;
+    *total = 0;
+    for (int i = 0; i < k; i++) *total += len[i];
+    return k;
+}
+
+/* A compressor state file: the model's description, and the compressor,
+ * its error feedback and the ranks, which a resume must match. */
+static void describe_compressor(const train_t *tr, ckpt_t *ck, long step) {
+    char name[32];
+    describe(tr, ck);
+    ckpt_config_str(ck, "compress", compress_name(&tr->compressor->spec, name));
+    ckpt_config_int(ck, "error_feedback", tr->compressor->ef);
+    ckpt_config_int(ck, "ranks", tr->dist.world);
+    ckpt_state_u64(ck, "step", (uint64_t)step);
+}
+
+static void compressor_path(char *out, size_t len, const char *set, int rank) {
+    snprintf(out, len, "%s/compress_%05d.ckpt", set, rank);
+}
+
+/* A state value, 0 when the checkpoint has none (sets written before it). */
+static uint64_t state_or_zero(const ckpt_t *ck, const char *name) {
+    for (int i = 0; i < ck->nstate; i++)
+        if (strcmp(ck->state[i].name, name) == 0) return ckpt_get_state(ck, name);
+    return 0;
+}
+
 void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
     const train_opts_t *o = &tr->o;
     const optim_t *opt = &tr->opt;
@@ -363,11 +398,17 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
     ckpt_set_path(set, sizeof set, o->ckpt_dir, step, 0);
     size_t n = opt->n;
     double part_bytes = tr->part_unique ? CKPT_HEADER_BYTES + 3.0 * n * 4 + 24.0 * opt->npieces + 256 : 0;
-    double sums[2] = {part_bytes, tr->part_unique};
-    dist_allreduce(sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "checkpoint size");
+    float *zbuf[2];
+    size_t zlen[2], ztotal;
+    const char *zname[2];
+    int zk = compressor_arrays(tr, zbuf, zlen, zname, &ztotal);
+    if (zk) part_bytes += CKPT_HEADER_BYTES + 4.0 * ztotal + 128;
+    double sums[3] = {part_bytes, tr->part_unique, zk > 0};
+    dist_allreduce(sums, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "checkpoint size");
     double total = sums[0] + CKPT_HEADER_BYTES;
     s->bytes = total;
     s->parts = (int)sums[1];
+    s->compressed = (int)sums[2];
     if (tr->dist.rank == 0) {
         /* Saves that never finished (a crash) give their space back. On a
          * short disk one older checkpoint may go first, but never the newest
@@ -375,7 +416,7 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
          * If there is still no room, the save is refused. */
         ckpt_remove_tmp(o->ckpt_dir);
         long long room = ckpt_free_bytes(o->ckpt_dir);
-        double need = total + 4096.0 * (s->parts + 3);   /* each file's last block, the directory */
+        double need = total + 4096.0 * (s->parts + s->compressed + 3);   /* each file's last block, the directory */
         if (room >= 0 && room < need && o->ckpt_keep > 1) {
             ckpt_remove_after(o->ckpt_dir, step - 1);   /* this step's own older save too: the commit replaces it */
             ckpt_prune(o->ckpt_dir, o->ckpt_keep - 1);
@@ -392,6 +433,16 @@ void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s) {
         if (mkdir(s->tmp, 0755) != 0) die("cannot create %s: %s", s->tmp, strerror(errno));
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (zk) {   /* this rank's own: every rank that has one writes it */
+        free(s->zhost);
+        s->zhost = xmalloc(ztotal * sizeof(float));
+        describe_compressor(tr, &s->zpart, step);
+        for (int k = 0, off = 0; k < zk; off += (int)zlen[k], k++) {
+            dev_to_host(&tr->dev, s->zhost + off, zbuf[k], zlen[k] * sizeof(float));
+            ckpt_blob(&s->zpart, zname[k], s->zhost + off, zlen[k] * sizeof(float));
+        }
+        compressor_path(s->zpath, sizeof s->zpath, s->tmp, tr->dist.rank);
+    }
     s->has_part = tr->part_unique;
     if (!s->has_part) return;
     if (s->n != n || s->npieces != (size_t)opt->npieces) {
@@ -430,6 +481,7 @@ void train_ckpt_write(train_t *tr, train_ckpt_t *s) {
     if (stall && (tr->dist.world == 1 || !s->has_part))
         die("--stall-in-save: rank %d writes no part of the checkpoint to stall in (a part of its own: "
             "ZeRO, tensor or pipeline parallelism, on 2 ranks or more)", tr->dist.rank);
+    if (s->zhost) ckpt_save(&s->zpart, s->zpath);
     if (!s->has_part) return;
     if (tr->o.crash_in_save == s->step && tr->dist.rank == 0)
         ckpt_crash_after_bytes = CKPT_HEADER_BYTES + s->n * sizeof(float) * 3 / 2;
@@ -455,19 +507,22 @@ void train_ckpt_commit(train_t *tr, train_ckpt_t *s) {
         ckpt_state_u64(&ck, "data_pos", (uint64_t)s->step * (uint64_t)o->batch);
         ckpt_state_u64(&ck, "data_seed", (uint64_t)o->c.seed);
         ckpt_state_u64(&ck, "parts", (uint64_t)parts);
+        ckpt_state_u64(&ck, "compressed", (uint64_t)s->compressed);
         for (int a = 0; a < AXES; a++) ckpt_state_u64(&ck, axis_name[a], (uint64_t)tr->mesh.size[a]);
         ckpt_part_path(path, sizeof path, s->tmp, -1);
         ckpt_save(&ck, path);
-        ckpt_remove_set(set);   /* an older save of this same step */
-        if (rename(s->tmp, set) != 0) die("renaming %s to %s: %s", s->tmp, set, strerror(errno));
+        ckpt_commit_set(s->tmp, set);
         ckpt_remove_after(o->ckpt_dir, s->step);
         ckpt_prune(o->ckpt_dir, o->ckpt_keep);
-        say("ckpt:    %s (%d part%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s",
+        char z[48] = "";
+        if (s->compressed) snprintf(z, sizeof z, " + %d compressor state%s", s->compressed, s->compressed == 1 ? "" : "s");
+        say("ckpt:    %s (%d part%s%s, %.1f MB, %.0f ms)\n", set, parts, parts == 1 ? "" : "s", z,
             s->bytes / 1e6, (now_s() - s->t0) * 1e3);
     }
 }
 
 void train_ckpt_free(train_ckpt_t *s) {
+    free(s->zhost);
     free(s->host);
     free(s->pieces);
     memset(s, 0, sizeof *s);
@@ -485,9 +540,11 @@ static void save_checkpoint(train_t *tr, long step) {
 }
 
 /* Read checkpoint set `step` and rebuild the full master weights and Adam
- * moments from its parts (host arrays of the full model). Returns CKPT_OK or
- * an error code with the reason in err. */
-static int load_set(train_t *tr, long step, float *full[3], char *err, size_t len) {
+ * moments from its parts (host arrays of the full model), and this rank's
+ * compressor state into zhost (compressor_arrays' floats, in order; NULL:
+ * none) when `compressed` ranks of this run keep one. Returns CKPT_OK or an
+ * error code with the reason in err. */
+static int load_set(train_t *tr, long step, float *full[3], float *zhost, int compressed, char *err, size_t len) {
     const model_config_t *c = &tr->cfg;
     char set[4200], path[4400];
     ckpt_set_path(set, sizeof set, tr->o.ckpt_dir, step, 0);
@@ -500,6 +557,13 @@ static int load_set(train_t *tr, long step, float *full[3], char *err, size_t le
         ckpt_get_state(&ck, "data_pos") != (uint64_t)step * (uint64_t)tr->o.batch) {
         snprintf(err, len, "checkpoint %.600s is inconsistent: its step or data position does not match its name", set);
         return CKPT_DAMAGED;
+    }
+    int had = (int)state_or_zero(&ck, "compressed");
+    if (had != compressed) {
+        snprintf(err, len, "checkpoint %.600s holds the gradient compressor state of %d rank%s, this run keeps "
+                 "it on %d: a compressed run resumes only with the same --compress, --error-feedback and number "
+                 "of ranks", set, had, had == 1 ? "" : "s", compressed);
+        return CKPT_MISMATCH;
     }
     int parts = (int)ckpt_get_state(&ck, "parts"), found = 0;
     size_t N = model_param_count(c);
@@ -565,12 +629,27 @@ static int load_set(train_t *tr, long step, float *full[3], char *err, size_t le
             }
     free(cover);
     free(ones);
+    float *zbuf[2];
+    size_t zlen[2], ztotal;
+    const char *zname[2];
+    int zk = compressor_arrays(tr, zbuf, zlen, zname, &ztotal);
+    if (rc == CKPT_OK && zk) {
+        describe_compressor(tr, &ck, step);
+        for (int k = 0, off = 0; k < zk; off += (int)zlen[k], k++)
+            ckpt_blob(&ck, zname[k], zhost + off, zlen[k] * sizeof(float));
+        compressor_path(path, sizeof path, set, tr->dist.rank);
+        rc = ckpt_load(&ck, path, err, len);
+        if (rc == CKPT_OK && (long)ckpt_get_state(&ck, "step") != step) {
+            snprintf(err, len, "checkpoint %.600s is inconsistent: its step does not match its set", path);
+            rc = CKPT_DAMAGED;
+        }
+    }
     return rc;
 }
 
 /* --resume: the newest readable set, falling back past damaged ones. Returns
  * the step (0: none) with full[] filled. */
-static long resume(train_t *tr, float *full[3]) {
+static long resume(train_t *tr, float *full[3], float *zhost) {
     const train_opts_t *o = &tr->o;
     long steps[256];
     int n = 0;
@@ -596,10 +675,12 @@ static long resume(train_t *tr, float *full[3]) {
         say("resume:  no checkpoint in %s yet: starting from step 0\n", o->ckpt_dir);
         return 0;
     }
+    int compressed = zhost != NULL;
+    dist_allreduce(&compressed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, "checkpoint check");
     char err[800], first_err[800] = "";
     for (int i = 0; i < n; i++) {
         err[0] = 0;
-        int rc = load_set(tr, steps[i], full, err, sizeof err);
+        int rc = load_set(tr, steps[i], full, zhost, compressed, err, sizeof err);
         /* Every rank read the same files; the worst result decides, and the
          * first rank that failed says why. */
         int worst = rc, who = rc != CKPT_OK ? tr->dist.rank : tr->dist.world;
@@ -608,6 +689,15 @@ static long resume(train_t *tr, float *full[3]) {
         if (worst == CKPT_OK) {
             if (*first_err) say("resume:  the newer checkpoints are damaged (%s); using step %ld\n",
                                 first_err, steps[i]);
+            /* Out of the way of this run's own saves of those steps, and
+             * kept for a look: step_N.damaged. */
+            for (int j = 0; j < i && tr->dist.rank == 0; j++) {
+                char aside[4300];
+                if (ckpt_set_aside(o->ckpt_dir, steps[j], aside, sizeof aside) == 0)
+                    say("resume:  moved the damaged set of step %ld aside: %s\n", steps[j], aside);
+                else
+                    die("cannot move the damaged checkpoint of step %ld aside: %s", steps[j], aside);
+            }
             char set[4200];
             ckpt_set_path(set, sizeof set, o->ckpt_dir, steps[i], 0);
             say("resume:  %s: step %ld, continuing at step %ld\n", set, steps[i], steps[i] + 1);
@@ -650,11 +740,20 @@ void train_optimizer(train_t *tr, const optim_piece_t *pieces, int npieces, size
     size_t N = model_param_count(&tr->cfg);
     float *full[3] = {xmalloc(N * sizeof(float)), NULL, NULL};
     long start = 0;
+    float *zbuf[2], *zhost = NULL;
+    size_t zlen[2], ztotal;
+    const char *zname[2];
+    int zk = compressor_arrays(tr, zbuf, zlen, zname, &ztotal);
     if (tr->o.resume) {
         full[1] = xmalloc(N * sizeof(float));
         full[2] = xmalloc(N * sizeof(float));
-        start = resume(tr, full);
+        if (zk) zhost = xmalloc(ztotal * sizeof(float));
+        start = resume(tr, full, zhost);
     }
+    if (start)   /* the compressor continues where it stopped */
+        for (int k = 0, off = 0; k < zk; off += (int)zlen[k], k++)
+            dev_from_host(&tr->dev, zbuf[k], zhost + off, zlen[k] * sizeof(float));
+    free(zhost);
     if (start == 0) {   /* the data-parallel root initialises; the others receive */
         if (tr->grad.rank == 0) model_init_params(full[0], &tr->cfg, (uint64_t)tr->o.c.seed);
         bcast_floats(full[0], N, 0, tr->grad.mpi);

@@ -31,7 +31,12 @@
  * (part_unique) writes its pieces of the fp32 master weights and both Adam
  * moments with its shard's description; resuming rebuilds the full state
  * from every part and cuts this run's parts from it, so a run may resume on
- * another mesh (other rank counts, other degrees, another chapter). */
+ * another mesh (other rank counts, other degrees, another chapter).
+ * A gradient compressor's state (tr->compressor: error-feedback residuals,
+ * PowerSGD's Q) is each rank's own: every rank writes it to a file of the
+ * set, and such a set resumes only with the same --compress, error
+ * feedback and rank count, each rank reading its own file, so that the
+ * resumed run continues bit for bit. */
 #ifndef TRAIN_H
 #define TRAIN_H
 
@@ -40,6 +45,7 @@
 #include "args.h"
 #include "ckpt.h"
 #include "comm.h"
+#include "compress.h"
 #include "data.h"
 #include "device.h"
 #include "dist.h"
@@ -134,6 +140,10 @@ struct train {
      * step's global batch (federated clients read their own shards). */
     void (*batch_fn)(train_t *tr, void *ctx, long step, int micro);
     void *batch_ctx;
+    /* Set before train_optimizer when the gradients are compressed: its
+     * state (compressor_state) is saved with every checkpoint and restored
+     * on resume. */
+    const compressor_t *compressor;
     comm_t *comms[4];            /* communicators the chapter made itself: their bytes count too */
     int ncomms;
     long start;                  /* last step done before this run (resume) */
@@ -204,6 +214,10 @@ typedef struct {
     float *host;                 /* master, adam m, adam v: 3 x n floats */
     int64_t *pieces;
     size_t n, npieces;           /* what host and pieces were allocated for */
+    int compressed;              /* how many ranks write a compressor state file */
+    ckpt_t zpart;                /* this rank's compressor state (tr->compressor), if any */
+    char zpath[4400];
+    float *zhost;
 } train_ckpt_t;
 void train_ckpt_begin(train_t *tr, long step, train_ckpt_t *s);
 void train_ckpt_write(train_t *tr, train_ckpt_t *s);

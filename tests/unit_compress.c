@@ -52,11 +52,12 @@ TEST(piece_bytes_match_the_formulas) {
         EXPECT_EQ_INT(compress_piece_bytes(&s8, n, NULL, 0), (n + 4 * nb + 3) / 4 * 4);
         EXPECT_EQ_INT(compress_piece_bytes(&s1, n, NULL, 0), ((n + 7) / 8 + 4 * nb + 3) / 4 * 4);
         EXPECT_EQ_INT(compress_piece_bytes(&tk, n, NULL, 0), 8 * (k < 1 ? 1 : k));
-        EXPECT_EQ_INT(compress_piece_bytes(&ps, n, NULL, 0), 16 * (m + c));
+        size_t r = m < 4 || c < 4 ? (m < c ? m : c) : 4;   /* min(R, m, c) */
+        EXPECT_EQ_INT(compress_piece_bytes(&ps, n, NULL, 0), 4 * r * (m + c));
         for (int N = 1; N <= 5; N++) {
             EXPECT_NEAR(compress_sent_bytes(&no, n, NULL, 0, N), 2.0 * (N - 1) / N * 4 * n, 1e-12);
             EXPECT_NEAR(compress_sent_bytes(&s8, n, NULL, 0, N), (N - 1) * (double)compress_piece_bytes(&s8, n, NULL, 0), 1e-12);
-            EXPECT_NEAR(compress_sent_bytes(&ps, n, NULL, 0, N), 2.0 * (N - 1) / N * 16 * (m + c), 1e-12);
+            EXPECT_NEAR(compress_sent_bytes(&ps, n, NULL, 0, N), 2.0 * (N - 1) / N * 4 * r * (m + c), 1e-12);
         }
     }
 }
@@ -398,5 +399,50 @@ TEST(powersgd_factors_each_matrix_and_sends_vectors_whole) {
     expect_same_on_every_rank(x, n, "powersgd:1 per tensor");
     compressor_free(&z);
     free(x); free(want);
+    stop();
+}
+
+/* A matrix with a side at or below R gets rank min(R, m, c), whose
+ * approximation is the matrix itself: the sum comes back exact up to
+ * rounding, for R at the side and above it (flat 32 x 32, and a 5 x 3
+ * matrix of a list), with the clamped rank's bytes. */
+TEST(powersgd_rank_at_or_above_a_side_gives_the_exact_sum) {
+    start();
+    struct { size_t n; compress_shape_t t[2]; int nt; int R[3]; } cases[] = {
+        {1024, {{0, 0}}, 0, {32, 33, 64}},
+        {5 * 3 + 4, {{5, 3}, {1, 4}}, 2, {3, 4, 8}},
+    };
+    for (int c = 0; c < ARRAY_LEN(cases); c++) {
+        size_t n = cases[c].n;
+        const compress_shape_t *t = cases[c].nt ? cases[c].t : NULL;
+        float *x = xmalloc(sizeof(float) * n), *g = xmalloc(sizeof(float) * n);
+        double *want = xcalloc(n, sizeof(double));
+        for (int r = 0; r < cm.size; r++) {
+            fill(g, n, (unsigned)r + 11);
+            for (size_t i = 0; i < n; i++) want[i] += g[i];
+        }
+        for (int k = 0; k < 3; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "powersgd:%d", cases[c].R[k]);
+            compress_spec_t s = spec_of(name);
+            compressor_t z;
+            compressor_init(&z, &s, 0, n, t, cases[c].nt, &cm);
+            fill(x, n, (unsigned)cm.rank + 11);
+            double before = comm_sent_bytes(&cm);
+            compress_allreduce(&z, &cm, x);
+            size_t side = t ? 3 : 32, words = t ? side * (5 + 3) + 4 : side * (32 + 32);
+            EXPECT_NEAR(comm_sent_bytes(&cm) - before, 2.0 * (cm.size - 1) / cm.size * 4 * (double)words, 1e-9);
+            double d = 0, e = 0;
+            for (size_t i = 0; i < n; i++) {
+                d += (x[i] - want[i]) * (x[i] - want[i]);
+                e += want[i] * want[i];
+            }
+            if (sqrt(d / e) > 1e-5)
+                UNIT_FAIL("%s on %zu values%s: relative error %.3g against the exact sum", name, n,
+                          t ? " (5 x 3 and a vector)" : " (32 x 32)", sqrt(d / e));
+            compressor_free(&z);
+        }
+        free(x); free(g); free(want);
+    }
     stop();
 }
