@@ -3,6 +3,8 @@
 #   bash scripts/plots.sh            every chart whose data exists: plots/data/NAME.csv -> plots/NAME.png
 #   bash scripts/plots.sh --figures  every shipped figure from the CSV committed beside it:
 #                                    NN_*/figures/data/NAME.csv -> NN_*/figures/NAME.png
+#                                    (NAME_replay.csv beside it, the replayed and modeled
+#                                    lines, is read by NAME.gp itself)
 #   bash scripts/plots.sh --figures [--out DIR] [NAME...]   only those figures, into DIR
 # Each chart's subtitle says where its numbers come from (cores, ranks,
 # threads, CPU, load: the provenance columns of its CSV, scripts/provenance.awk).
@@ -40,6 +42,7 @@ if [ "${1:-}" = --figures ]; then
     for csv in [0-9][0-9]_*/figures/data/*.csv; do
         [ -e "$csv" ] || continue
         name=$(basename "$csv" .csv)
+        case $name in *_replay) continue ;; esac   # read by its chart's .gp beside NAME.csv
         [ $# -eq 0 ] || [[ " $* " == *" $name "* ]] || continue
         chapter=${csv%%/*}
         [ -e "$chapter/$name.gp" ] || { echo "error: $csv has no $chapter/$name.gp to draw it" >&2; exit 1; }

@@ -42,8 +42,11 @@ fi
 names=()
 for p in "${pairs[@]}"; do
     mkdir -p "$(dirname "${p#*:}")"
+    # the chart's replayed and modeled lines (NAME_replay.csv) travel with it
     cp "${p%%:*}" "${p#*:}"
     echo "${p%%:*} -> ${p#*:}"
+    r=${p%%:*}; r=${r%.csv}_replay.csv
+    if [ -s "$r" ]; then d=${p#*:}; cp "$r" "${d%.csv}_replay.csv"; echo "$r -> ${d%.csv}_replay.csv"; fi
     names+=("$(basename "${p#*:}" .csv)")
 done
 bash scripts/plots.sh --figures "${names[@]}"
