@@ -21,20 +21,24 @@
 #      (failure.h); once with the nominal MTBF (the curves), once per run
 #      with the mean time between failures that run saw (a few exponential
 #      draws scatter a lot around their mean).
+# The failures follow the machine's speed, so that every point meets some
+# on a fast machine and a slow one alike: unless MTBF is given, the mean
+# time between failures is twice what an attempt needs to reach its first
+# checkpoint at the longest interval, 2 (R0 + max interval x step), both
+# timed in step 1 (a shorter one ends attempts before any checkpoint, and
+# the supervisor gives up); unless STEPS is given, the job has at least the
+# steps of 4 such means (a shorter one may finish before its first failure).
 # Flags after the CSV name go to every run. Knobs (environment): NP (2),
-# STEPS (100), MTBF (seconds, 4: a restart on this 2-core machine takes
-# 1-2 s when it is loaded, and with failures every 2 s a sweep there once
-# stopped after 8 attempts in a row had failed before their first
-# checkpoint), INTERVALS (steps, "1 4 16"), MODES ("sync async"), SEED
-# (the failures', 2: one whose first eight draws come within 10% of the
-# mean apart, so that one sweep resembles the average; seed 7's first eight
-# come 2.4 times as often as asked).
-#   STEPS=200 MTBF=3 INTERVALS="1 3 10 30" bash 06_checkpointing/sweep_goodput.sh plots/data/goodput.csv
+# STEPS (at least 100), MTBF (seconds), INTERVALS (steps, "1 4 16"), MODES
+# ("sync async"), SEED (the failures', 2: one whose first eight draws come
+# within 10% of the mean apart, so that one sweep resembles the average;
+# seed 7's first eight come 2.4 times as often as asked).
+#   STEPS=400 MTBF=3 INTERVALS="1 3 10 30" bash 06_checkpointing/sweep_goodput.sh plots/data/goodput.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-plots/data/goodput.csv}
 shift || true
-np=${NP:-2}; steps=${STEPS:-100}; mtbf=${MTBF:-4}; seed=${SEED:-2}
+np=${NP:-2}; steps=${STEPS:-100}; mtbf=${MTBF:-}; seed=${SEED:-2}
 intervals=${INTERVALS:-"1 4 16"}; modes=${MODES:-"sync async"}
 P=./06_checkpointing/ckpt
 source scripts/provenance.sh   # the provenance columns of the rows written here
@@ -69,6 +73,13 @@ step_s=$(step_of "$tmp/ref/attempt_0.log")
 r0=$(calc "$w0 - $steps * $step_s")
 printf 'failure-free, no checkpoints: %.2f s for %d steps of %.1f ms; start-up and end %.2f s; goodput %.3f\n' \
     "$w0" "$steps" "$(calc "$step_s * 1000")" "$r0" "$(calc "$steps * $step_s / $w0")"
+kmax=$(printf '%s\n' $intervals | sort -n | tail -n 1)
+[ -n "$mtbf" ] || mtbf=$(calc "2 * ($r0 + $kmax * $step_s)")
+if [ -z "${STEPS:-}" ]; then
+    steps=$(awk -v s="$steps" -v m="$mtbf" -v t="$step_s" 'BEGIN { n = int(4 * m / t) + 1; print (n > s ? n : s) }')
+    model=(--dim 128 --layers 4 --heads 4 --kv-heads 2 --seq 32 --batch 8 --threads 1 --steps "$steps" "$@")
+fi
+printf 'failures every %.2f s on average (seed %d), %d steps a job\n' "$mtbf" "$seed" "$steps"
 
 # 2. what a checkpoint costs the loop
 declare -A delta
