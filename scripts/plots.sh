@@ -28,6 +28,11 @@ draw() {  # GP CSV OUT
     else
         drawn=$tmp/$name.csv
         awk -v mode=drawn -f scripts/provenance.awk "$csv" > "$drawn"
+        # its replayed and modeled lines, which the .gp finds beside it
+        if [ -e "${csv%.csv}_replay.csv" ]; then cp "${csv%.csv}_replay.csv" "$tmp/${name}_replay.csv"; fi
+    fi
+    if [ "$(wc -l < "$drawn")" -lt 2 ] && [ ! -e "${csv%.csv}_replay.csv" ]; then   # header only, no replayed lines
+        echo "not drawn: $out (every measured row of $csv had more ranks x threads than cores)"; return
     fi
     prov=$(awk -v mode=subtitle -v untimed=$untimed -f scripts/provenance.awk "$csv")
     gnuplot -e "csv='$drawn'; out='$out'; prov='${prov//\'/}'" "$gp"
