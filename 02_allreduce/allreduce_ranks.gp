@@ -28,6 +28,7 @@ set logscale y 10
 set format y "%g"
 set xtics 1
 set offsets 0.3, 0.3, 0, 0
+set xrange [1:*]   # one rank count left (the others shared cores) still has a range
 set label 3 "points: median of the repeats; bars: fastest and slowest repeat; dashed: the alpha-beta model" \
     at graph 0.01, graph -0.13 tc rgb "#555555" font ",10"
 set bmargin 5

@@ -48,6 +48,15 @@ bad = []
 checked = []
 
 
+def last_row(path):
+    """A CSV's last row by column name; a name the provenance columns repeat
+    (threads: the run's total beside the row's own per-rank count) is its
+    first column's."""
+    rows = list(csv.reader(open(path)))
+    names, last = rows[0], rows[-1]
+    return {n: last[i] for i, n in reversed(list(enumerate(names)))}
+
+
 def near(what, got, want, rel=0.0, absolute=0.0):
     ok = abs(got - want) <= rel * abs(want) + absolute
     (checked if ok else bad).append("%s: printed %.6g, recomputed %.6g%s" % (
@@ -97,7 +106,7 @@ def dataparallel(n, log, bench):
     near("total moved (MB)", float(d.group(8)), moved, 0, 0.005)
     want = {"params": n * P * size, "grads": n * 4 * P, "optim": 12 * P, "comm": 4 * P if n > 1 else 0}
     memory_kinds(log, want)
-    r = list(csv.DictReader(open(bench)))[-1]
+    r = last_row(bench)
     serial = sum(float(r[k + "_ms"]) for k in ("replicate", "gather", "scatter", "reduce"))
     near("bench serial_ms = replicate + gather + scatter + reduce", float(r["serial_ms"]), serial, 0, 0.003)
     near("bench device0_mb", float(r["device0_mb"]), moved, 1e-6, 0.0001)
@@ -167,7 +176,7 @@ def main():
          0, 0.006)
 
     if len(sys.argv) == 4:
-        brow = list(csv.DictReader(open(sys.argv[3])))[-1]
+        brow = last_row(sys.argv[3])
         step, comp, exp = float(brow["step_ms"]), float(brow["compute_ms"]), float(brow["exposed_comm_ms"])
         near("bench buckets", int(brow["buckets"]), buckets)
         near("bench grad_mb", float(brow["grad_mb"]), P * wire / 1e6, 0, 1e-4)

@@ -16,6 +16,9 @@ fi
 n=0
 for csv in [0-9][0-9]_*/figures/data/*.csv; do
     name=$(basename "$csv" .csv)
+    case $name in *_replay) continue ;; esac   # drawn by NAME.gp beside NAME.csv
+    # every measured row shared cores and no replayed line exists: said, not drawn
+    grep -q "^not drawn: $tmp/$name.png " "$tmp/out" && continue
     [ -s "$tmp/$name.png" ] || { echo "FAIL: $csv drew no $name.png"; exit 1; }
     grep -q "chart: $tmp/$name.png  (from $csv)" "$tmp/out" || { echo "FAIL: $name.png not drawn from $csv"; exit 1; }
     n=$((n + 1))

@@ -90,8 +90,10 @@ node-kill)  # every process of node2 (its Open MPI daemon and ranks 2-3) killed 
     # checkpoint of step 8 exists: the job ends by itself (no rank left waiting); resumed
     # on the 2 nodes, the run ends bit for bit as one that was never interrupted
     need_cluster
-    base=(--device "${DEV:-cpu}" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
-          --batch 12 --lr 3e-3 --steps 40 --timeout-s 20)
+    # (60 steps of a model large enough that step 8's checkpoint is there to
+    # see for several polls on a fast machine: 40 tiny steps ended in 0.13 s)
+    base=(--device "${DEV:-cpu}" --threads 1 --dim 64 --layers 2 --heads 4 --kv-heads 2 --seq 64 --vocab 64
+          --batch 12 --lr 3e-3 --steps 60 --timeout-s 20)
     flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
     cluster_run "$dir/ref.log" ./03_ddp/ddp "${base[@]}" --save-final "$dir/ref.bin"
     $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
@@ -113,7 +115,7 @@ node-kill)  # every process of node2 (its Open MPI daemon and ranks 2-3) killed 
     echo "the job ended $((($(date +%s%N) - t0) / 1000000)) ms after node2's processes were killed"
     # what mpirun says: in most runs the lost daemon's node, in some only that a daemon failed
     grep -E -m2 'node2|10\.77\.0\.2[^0-9]|daemon' "$dir/a.log" || true
-    [ ! -e "$dir/ckpt/step_00000040" ] || { echo "error: the run finished before node2 was killed"; exit 1; }
+    [ ! -e "$dir/ckpt/step_00000060" ] || { echo "error: the run finished before node2 was killed"; exit 1; }
     echo "checkpoints left: $(ls "$dir/ckpt" | tr '\n' ' ')"
     cluster_run "$dir/b.log" ./03_ddp/ddp "${flags[@]}" --resume --save-final "$dir/b.bin"
     grep '^resume' "$dir/b.log"
