@@ -62,7 +62,7 @@ NVCCFLAGS := -std=c++17 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -O3 -g -linei
 ifeq ($(CUDA),1)
 CFLAGS += -DUSE_CUDA -I$(CUDA_HOME)/include
 NVCCFLAGS += -DUSE_CUDA
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lnccl -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl -lstdc++
 endif
 ifeq ($(SANITIZE),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer

@@ -73,7 +73,8 @@ $(EMU_HARNESS): $(patsubst tests/cuda_emu/%.cc,$(EMU)/harness/%.o,$(wildcard tes
 	$(call say,AR,$@)ar rcs $@ $^
 
 EMU_LIB := $(EMU)/libcommon.a
-$(EMU_LIB): $(call emu_objects,$(wildcard common/*.c common/*.cu))
+# common/cublas_load.cu opens the real cuBLAS; the emulator is its own cuBLAS.
+$(EMU_LIB): $(call emu_objects,$(filter-out common/cublas_load.cu,$(wildcard common/*.c common/*.cu)))
 	@rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^
 
