@@ -112,12 +112,16 @@ $(PROGRAMS) $(TEST_PROGRAMS): $(LIB) $(STAMP)
 deps:
 	@bash scripts/install-deps.sh
 
+# make test, demo and reference-charts build with one job per core unless
+# make was given its own -j.
+BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
+
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash tests/run.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
 	@bash scripts/demo.sh
 
 plots:
@@ -130,7 +134,7 @@ tables:
 	@bash scripts/tables.sh
 
 reference-charts: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
 	@bash scripts/reference_charts.sh
 
 NODES ?= 2

@@ -46,10 +46,7 @@ emu)  # NP GPUS COMM TOL "PIPELINE FLAGS" [FLAGS...]: the CUDA path on emulated 
       # emulated kernels round differently from the CPU's: against the CPU both
       # trainers differ by the same ~2e-5 in the weights.)
     np=$2; gpus=$3; comm=$4; tol=$5; read -r -a pf <<<"$6"; shift 6
-    if ! EMU_GPUS=1 build/emu/ddp "${TINY[@]}" --device cuda --steps 4 "$@" --save-final "$dir/one.bin" \
-            >"$dir/one.log" 2>&1; then
-        tail -n 30 "$dir/one.log"; exit 1
-    fi
+    EMU_GPUS=1 ref "$dir/one.log" build/emu/ddp "${TINY[@]}" --device cuda --steps 4 "$@" --save-final "$dir/one.bin"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" build/emu/pipeline "${TINY[@]}" --device cuda --comm "$comm" \
             --steps 4 --replay none "$@" "${pf[@]}" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1

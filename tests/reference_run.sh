@@ -6,7 +6,10 @@
 # ends) a reference already run by an earlier test, with the same program
 # binary and the same flags, is not run again: its log and final state are
 # copied. Only a run whose results are its log and its --save-final file is
-# a reference (never one that writes checkpoints or other files).
+# a reference (never one that writes checkpoints or other files). The
+# emulator's settings (EMU_GPUS, EMU_SEED, ...: tests/cuda_emu) are part of
+# the key, so a reference on an emulated GPU is shared only by runs that
+# would emulate the same GPUs with the same schedule.
 reference_run() {
     local log=$1 prog=$2; shift 2
     local a prev="" out="" key="" args=()
@@ -15,7 +18,7 @@ reference_run() {
         prev=$a
     done
     if [ -n "${TEST_CACHE:-}" ] && [ -n "$out" ]; then
-        key=$({ cksum <"$prog"; printf '%s\n' "$prog" "${args[@]}"; } | cksum | tr ' ' _)
+        key=$({ cksum <"$prog"; printf '%s\n' "$prog" "${args[@]}"; env | grep '^EMU_' | sort; } | cksum | tr ' ' _)
         if [ -s "$TEST_CACHE/$key.bin" ]; then
             cp "$TEST_CACHE/$key.log" "$log" && cp "$TEST_CACHE/$key.bin" "$out" && return 0
         fi
