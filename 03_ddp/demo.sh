@@ -21,3 +21,6 @@ step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
 step bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu
 # Compressed gradients on a slow simulated link, a short version (15 steps).
 step env STEPS=15 bash 03_ddp/sweep_compress.sh plots/data/ddp_compress.csv --device cpu
+# Federated averaging's rounds phase by phase, per client, from a 3-round
+# run's own record of its clients (fedavg_round.png; a few seconds).
+step bash 03_ddp/fedavg_round.sh plots/data/fedavg_round.csv --device cpu
