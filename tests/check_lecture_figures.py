@@ -180,7 +180,7 @@ def overlap(path, trace=None):
             ev = json.load(f)["traceEvents"]
         for e in ev:
             if e.get("ph") == "X":
-                slices.add((e["pid"], e["name"], round(e["ts"], 3), round(e["dur"], 3)))
+                slices.add((e["pid"], e["name"].replace(",", " "), round(e["ts"], 3), round(e["dur"], 3)))
     ranks = sorted({int(r["rank"]) for r in rs})
     for q in ranks:
         mine = [r for r in rs if int(r["rank"]) == q]
