@@ -24,3 +24,7 @@ step env STEPS=15 bash 03_ddp/sweep_compress.sh plots/data/ddp_compress.csv --de
 # Federated averaging's rounds phase by phase, per client, from a 3-round
 # run's own record of its clients (fedavg_round.png; a few seconds).
 step bash 03_ddp/fedavg_round.sh plots/data/fedavg_round.csv --device cpu
+# One step of DDP's trace on 2 ranks, compute and the buckets' all-reduces
+# on one time axis (ddp_overlap.png; a few seconds).
+step bash scripts/trace_overlap.sh plots/data/ddp_overlap.csv 2 ./03_ddp/ddp --device cpu --threads 1 --dim 256 \
+    --heads 8 --kv-heads 4 --layers 8 --seq 16 --batch 2 --bucket-mb 4 --steps 5
