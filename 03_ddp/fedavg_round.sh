@@ -16,7 +16,7 @@
 # second, a slow mobile link (0.8 Mbit/s); P comes from the run's bytes per
 # round. Flags after
 # CSV go to the fedavg run. Rows (replaced):
-#   round,client,rank,samples,speed,seconds,dropped,local_epochs,deadline,phase,start,end
+#   round,client,rank,samples,speed,seconds,dropped,local_epochs,deadline,weight_bytes,link_mbps,phase,start,end
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-plots/data/fedavg_round.csv}
@@ -31,19 +31,19 @@ mpirun -np 2 ./03_ddp/fedavg --dim 64 --heads 4 --kv-heads 2 --layers 2 --seq 32
 # 4 P bytes: a round's MB are 4 P (2 selected - dropped) / 1e6
 bytes=$(awk -F, 'NR == 2 { printf "%.0f", $11 * 1e6 / (2 * $7 - $8) }' "$tmp/fed.csv")
 awk -F, -v E=$E -v D=$D -v bytes="$bytes" -v mbps="${LINK_MBPS:-0.1}" '
-    NR == 1 { print "round,client,rank,samples,speed,seconds,dropped,local_epochs,deadline,phase,start,end"; next }
+    NR == 1 { print "round,client,rank,samples,speed,seconds,dropped,local_epochs,deadline,weight_bytes,link_mbps,phase,start,end"; next }
     function finish(   late) {   # the average of round r, when its last upload (or the deadline) is over
-        printf "%d,,,,,,,%d,%g,average,%.6f,%.6f\n", r, E, D, last, last
+        printf "%d,,,,,,,%d,%g,%d,%g,average,%.6f,%.6f\n", r, E, D, bytes, mbps, last, last
         t = last
     }
     $1 != r { if (r != "") finish(); r = $1; last = t }
     {
         x = bytes / (mbps * 1e6)
-        printf "%d,%d,%d,%d,%s,%s,%d,%d,%g,broadcast,%.6f,%.6f\n", $1, $2, $3, $4, $5, $6, $7, E, D, t, t + x
+        printf "%d,%d,%d,%d,%s,%s,%d,%d,%g,%d,%g,broadcast,%.6f,%.6f\n", $1, $2, $3, $4, $5, $6, $7, E, D, bytes, mbps, t, t + x
         local = $7 ? D : $6
-        printf "%d,%d,%d,%d,%s,%s,%d,%d,%g,local,%.6f,%.6f\n", $1, $2, $3, $4, $5, $6, $7, E, D, t + x, t + x + local
+        printf "%d,%d,%d,%d,%s,%s,%d,%d,%g,%d,%g,local,%.6f,%.6f\n", $1, $2, $3, $4, $5, $6, $7, E, D, bytes, mbps, t + x, t + x + local
         if (!$7) {
-            printf "%d,%d,%d,%d,%s,%s,%d,%d,%g,upload,%.6f,%.6f\n", $1, $2, $3, $4, $5, $6, $7, E, D, t + x + local, t + 2 * x + local
+            printf "%d,%d,%d,%d,%s,%s,%d,%d,%g,%d,%g,upload,%.6f,%.6f\n", $1, $2, $3, $4, $5, $6, $7, E, D, bytes, mbps, t + x + local, t + 2 * x + local
             end = t + 2 * x + local
         } else end = t + x + D
         if (end > last) last = end

@@ -24,7 +24,8 @@ overlap: every interval lies inside its rank's step and ends after it
   starts; compute intervals of a rank do not overlap; with TRACE (the
   Perfetto JSON it came from), every interval is a slice of the trace.
 fedavg: each client's local time is E n_k / s_k, dropped exactly when over
-  the deadline; the phases follow one another (broadcast, local steps,
+  the deadline; a broadcast and an upload take the weights' bytes over the
+  link's speed; the phases follow one another (broadcast, local steps,
   upload), the average starts when the last upload ends (or at the
   deadline), and the next round starts when it ends.
 roofline: each kernel's intensity is 2 m n k / (bytes of A, B and C once)
@@ -233,6 +234,11 @@ def fedavg(path):
             if int(r["dropped"]) != late:
                 fail(f"round {rd} client {k}: dropped {r['dropped']} with {secs:.4g} s against deadline {D}")
             b = ph["broadcast"]
+            x = int(b["weight_bytes"]) / (float(b["link_mbps"]) * 1e6)
+            for name in ("broadcast", "upload"):
+                if name in ph and abs(float(ph[name]["end"]) - float(ph[name]["start"]) - x) > 1e-5:
+                    fail(f"round {rd} client {k}: {name} takes {float(ph[name]['end']) - float(ph[name]['start']):.6g} s, "
+                         f"{b['weight_bytes']} bytes at {b['link_mbps']} MB/s take {x:.6g}")
             if abs(float(b["start"]) - t) > 1e-6:
                 fail(f"round {rd} client {k}: broadcast starts at {b['start']}, the round at {t}")
             if abs(float(r["start"]) - float(b["end"])) > 1e-6:
