@@ -1,7 +1,10 @@
 # Chapter 01: hardware FLOPs utilisation of matrix products.
-HFU_SRCS := $(wildcard 01_matmul_hfu/*.c 01_matmul_hfu/*.cu)
+HFU_SRCS := $(filter-out 01_matmul_hfu/membw.c,$(wildcard 01_matmul_hfu/*.c 01_matmul_hfu/*.cu))
 PROGRAMS += 01_matmul_hfu/hfu
 01_matmul_hfu/hfu: $(call objects,$(HFU_SRCS))
+# The STREAM triad: this CPU's memory bandwidth, the roofline's slope.
+PROGRAMS += 01_matmul_hfu/membw
+01_matmul_hfu/membw: $(call objects,01_matmul_hfu/membw.c)
 
 # Unit tests: the kernels, the checker and the MLP, without the program.
 TEST_PROGRAMS += build/tests/unit_hfu

@@ -10,3 +10,6 @@ step bash 02_allreduce/sweep_ranks.sh plots/data/allreduce_ranks.csv 1M --device
 # The compressed all-reduce: bytes per rank of 1 MiB on 2 to 4 ranks, every
 # compressor (the README's chart is this run's).
 step bash 02_allreduce/sweep_compress.sh plots/data/allreduce_compress.csv --device cpu
+# The ring all-reduce's steps on 4 ranks, watched as ring.c runs them
+# (ring_steps.png; a second).
+step mpirun -np 4 ./02_allreduce/ring_schedule --csv plots/data/ring_steps.csv

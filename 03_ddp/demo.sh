@@ -21,3 +21,10 @@ step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
 step bash 03_ddp/sweep_fedavg.sh plots/data/ddp_fedavg.csv --device cpu
 # Compressed gradients on a slow simulated link, a short version (15 steps).
 step env STEPS=15 bash 03_ddp/sweep_compress.sh plots/data/ddp_compress.csv --device cpu
+# Federated averaging's rounds phase by phase, per client, from a 3-round
+# run's own record of its clients (fedavg_round.png; a few seconds).
+step bash 03_ddp/fedavg_round.sh plots/data/fedavg_round.csv --device cpu
+# One step of DDP's trace on 2 ranks, compute and the buckets' all-reduces
+# on one time axis (ddp_overlap.png; a few seconds).
+step bash scripts/trace_overlap.sh plots/data/ddp_overlap.csv 2 ./03_ddp/ddp --device cpu --threads 1 --dim 256 \
+    --heads 8 --kv-heads 4 --layers 8 --seq 16 --batch 2 --bucket-mb 4 --steps 5

@@ -7,3 +7,7 @@ fit=(--device cpu --threads 1 --dim 128 --layers 4 --heads 4 --kv-heads 4 --seq 
      --steps 20 --mem-limit 12M)
 step bash -c "mpirun -np 4 ./04_fsdp/fsdp ${fit[*]} --zero 0 || echo '(refused: DDP does not fit)'"
 step mpirun -np 4 ./04_fsdp/fsdp "${fit[@]}" --zero 3
+# One step of ZeRO-3's trace on 2 ranks, the prefetched all-gathers and the
+# reduce-scatters against the compute (fsdp_overlap.png; a few seconds).
+step bash scripts/trace_overlap.sh plots/data/fsdp_overlap.csv 2 ./04_fsdp/fsdp --device cpu --threads 1 --dim 256 \
+    --heads 8 --kv-heads 4 --layers 8 --seq 16 --batch 2 --zero 3 --prefetch 1 --steps 5

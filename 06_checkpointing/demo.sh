@@ -8,3 +8,6 @@ step bash 06_checkpointing/supervise.sh --np 2 -- ./06_checkpointing/ckpt --devi
     --ckpt-dir build/demo_ckpt --ckpt-every 10 --ckpt-async --fail-at-step 25,48
 rm -rf build/demo_ckpt
 step bash 06_checkpointing/sweep_goodput.sh plots/data/goodput.csv --device cpu
+# Llama 3's interruptions by cause (the paper's table) and the checkpoint
+# interval and goodput Young and Daly give at that rate (llama3_failures.png).
+step bash 06_checkpointing/llama3_failures.sh plots/data/llama3_failures.csv

@@ -5,6 +5,9 @@ ND_SOURCES := 10_nd_llama/main.c 10_nd_llama/cost.c 04_fsdp/fsdp.c 06_checkpoint
               07_pipeline/schedule.c 08_tensor_parallel/tp.c 09_context_parallel/cp.c
 PROGRAMS += 10_nd_llama/train
 10_nd_llama/train: $(call objects,$(ND_SOURCES))
+# The 4D mesh as the trainer builds it: coordinates and groups (mesh.png).
+PROGRAMS += 10_nd_llama/mesh
+10_nd_llama/mesh: $(call objects,10_nd_llama/mesh.c)
 
 # The exercises' numeric answers (README.md, "Exercises"), from
 # 10_nd_llama/answers.txt: make check-exercises (every chapter) or

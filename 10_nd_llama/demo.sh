@@ -11,3 +11,6 @@ step mpirun -np 4 ./10_nd_llama/train --device cpu --preset llama3-405b --tp 2 -
 step env STEPS=5 bash 10_nd_llama/sweep_mfu_4d.sh plots/data/mfu_4d.csv --device cpu
 step ./10_nd_llama/plan --preset llama3-405b --gpus 16384 --batch 2048 --top 10 --csv plots/data/plan_memory.csv
 step ./10_nd_llama/plan --llama3-table4 --csv plots/data/llama3_table4.csv
+# The 4D mesh of 16 ranks as the trainer builds it: coordinates and groups
+# (mesh.png; a few seconds).
+step mpirun -np 16 ./10_nd_llama/mesh --tp 2 --cp 2 --pp 2 --dp 2 --csv plots/data/mesh.csv

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the suite needs, if any is missing:
 # Open MPI (compiler wrapper and mpirun), OpenBLAS, gnuplot, make, gcc and
-# python3 (the tests use it for an independent reference of the model).
+# python3 (the tests use it for independent references; make demo to cut a step out of a trace).
 # Does nothing when everything is present. Runs apt-get as root or via sudo.
 set -euo pipefail
 
@@ -13,7 +13,7 @@ have gnuplot || need+=(gnuplot-nox)
 have gcc     || need+=(gcc)
 have g++     || need+=(g++)
 have make    || need+=(make)
-have python3 || need+=(python3)   # the independent model reference in tests/
+have python3 || need+=(python3)   # the tests' independent references; scripts/trace_step.py
 have timeout || need+=(coreutils)
 compgen -G '/usr/lib/*/libopenblas.so' >/dev/null || compgen -G '/usr/lib/libopenblas.so' >/dev/null || need+=(libopenblas-dev)
 

@@ -111,10 +111,10 @@ endif
 
 # ---- the chapters' programs on the emulated GPU ----------------------------------
 ifneq ($(wildcard 01_matmul_hfu/main.c),)
-$(eval $(call emu_program,hfu,$(wildcard 01_matmul_hfu/*.c 01_matmul_hfu/*.cu)))
+$(eval $(call emu_program,hfu,$(HFU_SRCS)))
 endif
 ifneq ($(wildcard 02_allreduce/main.c),)
-$(eval $(call emu_program,allreduce,$(wildcard 02_allreduce/*.c 02_allreduce/*.cu)))
+$(eval $(call emu_program,allreduce,$(ALLREDUCE_SRCS)))
 endif
 ifneq ($(wildcard 03_ddp/main.c),)
 $(eval $(call emu_program,ddp,03_ddp/main.c))
