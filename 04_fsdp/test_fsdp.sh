@@ -173,12 +173,12 @@ acts-limit)  # ZeRO-1's state fits 12 MiB per rank but its activations do not: t
         "$dir/a.log" || { echo "error: not refused by the device's cap"; exit 1; }
     ;;
 emu)  # NP GPUS COMM TOL WTOL FLAGS...: the CUDA path on emulated GPUs (tests/cuda_emu)
-    # against the CPU's 1-rank DDP run, 6 steps
+    # against the CPU's 1-rank DDP run, 3 steps (as 03_ddp/test_ddp.sh emu)
     np=$2; gpus=$3; comm=$4; tol=$5; wtol=$6; shift 6
     ref_flags "$@"
-    $REF "${TINY[@]}" --device cpu --steps 6 --zero 0 "${ref[@]}" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
+    $REF "${TINY[@]}" --device cpu --steps 3 --zero 0 "${ref[@]}" --save-final "$dir/cpu.bin" >"$dir/cpu.log"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" "build/emu/$(basename "$P")" "${TINY[@]}" --device cuda \
-            --comm "$comm" --steps 6 "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
+            --comm "$comm" --steps 3 "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1
     fi
     grep '^device\|^zero' "$dir/gpu.log"

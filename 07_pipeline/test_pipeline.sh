@@ -42,13 +42,13 @@ equiv)  # NP TOL "PIPELINE FLAGS" [FLAGS...]: the pipeline on NP ranks vs chapte
     $CMP "$dir/many.bin" "$dir/one.bin" --tol "$tol" ${WTOL:+--wtol "$WTOL"}
     ;;
 emu)  # NP GPUS COMM TOL "PIPELINE FLAGS" [FLAGS...]: the CUDA path on emulated GPUs
-      # (tests/cuda_emu) vs chapter 03's trainer on 1 emulated GPU, 4 steps. (The
+      # (tests/cuda_emu) vs chapter 03's trainer on 1 emulated GPU, 3 steps. (The
       # emulated kernels round differently from the CPU's: against the CPU both
       # trainers differ by the same ~2e-5 in the weights.)
     np=$2; gpus=$3; comm=$4; tol=$5; read -r -a pf <<<"$6"; shift 6
-    EMU_GPUS=1 ref "$dir/one.log" build/emu/ddp "${TINY[@]}" --device cuda --steps 4 "$@" --save-final "$dir/one.bin"
+    EMU_GPUS=1 ref "$dir/one.log" build/emu/ddp "${TINY[@]}" --device cuda --steps 3 "$@" --save-final "$dir/one.bin"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" build/emu/pipeline "${TINY[@]}" --device cuda --comm "$comm" \
-            --steps 4 --replay none "$@" "${pf[@]}" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
+            --steps 3 --replay none "$@" "${pf[@]}" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1
     fi
     grep '^device\|^pipeline:' "$dir/gpu.log"

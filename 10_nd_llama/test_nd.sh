@@ -45,7 +45,7 @@ formulas)  # NP "MESH FLAGS" [FLAGS...]: the step notes, causes, bytes, CSV and 
     ;;
 resume)  # NP1 "MESH1" NP2 "MESH2": 6 steps saved on mesh 1, resumed from step 3 on mesh 2 = 6 uninterrupted steps on 1 rank
     np1=$2; read -r -a m1 <<<"$3"; np2=$4; read -r -a m2 <<<"$5"
-    reference "$dir/ref.bin"
+    reference "$dir/ref.bin" 6
     run "$np1" "$dir/a.log" "${TINY[@]}" --steps 6 "${m1[@]}" --ckpt-dir "$dir/ckpt" --ckpt-every 3 --ckpt-keep 2
     rm -rf "$dir/ckpt/step_00000006"   # as if the run had stopped after step 3's checkpoint
     run "$np2" "$dir/b.log" "${TINY[@]}" --steps 6 "${m2[@]}" --ckpt-dir "$dir/ckpt" --resume --save-final "$dir/b.bin"

@@ -4,7 +4,7 @@
 # priced on a modeled H100 node), never on wall-clock time. The runs are
 # oversubscribed on purpose: the record's compute is thread CPU time.
 #   allreduce  02: the ring's bus bandwidth above the parameter server's at 4
-#              and 8 ranks from 1 MiB up, and the ring's messages replayed
+#              and 8 ranks at 1 and 4 MiB, and the ring's messages replayed
 #              without their reductions (--comm-only) within 10% of its
 #              alpha-beta cost
 #   ddp        03: DDP's scaling efficiency (1 rank's step / 4 ranks' step at
@@ -34,13 +34,13 @@ row() { awk -F, -v s="$1" -v g="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i+
 lesson_allreduce() {
     for np in 4 8; do
         for algo in ring ps; do
-            $MPI $np ./02_allreduce/allreduce --op allreduce --algo $algo --minbytes 1M --maxbytes 16M \
+            $MPI $np ./02_allreduce/allreduce --op allreduce --algo $algo --minbytes 1M --maxbytes 4M \
                 --stepfactor 4 --iters 2 --warmup 1 --repeat 1 --timeout 120 --record "$tmp/$algo$np.rec" >/dev/null
             ./replay/replay --record "$tmp/$algo$np.rec" --label "$algo" --csv "$tmp/ar$np.csv"
         done
         ./replay/replay --record "$tmp/ring$np.rec" --comm-only --label links --csv "$tmp/links$np.csv"
         read -r a gbps < <(awk 'NR == 2 && $1 == "link" { print $2, $3 }' "$tmp/ring$np.rec")
-        for X in 1048576 4194304 16777216; do
+        for X in 1048576 4194304; do
             r=$(row replayed "allreduce:ring:$X" step_s "$tmp/ar$np.csv")
             p=$(row replayed "allreduce:ps:$X" step_s "$tmp/ar$np.csv")
             c=$(row replayed "allreduce:ring:$X" step_s "$tmp/links$np.csv")
@@ -62,7 +62,7 @@ lesson_allreduce() {
 ddp_step() {
     local np=$1; shift
     $MPI "$np" ./03_ddp/ddp --device cpu --threads 1 --dim 256 --heads 8 --kv-heads 4 --layers 8 --seq 64 \
-        --batch $((2 * np)) --steps 4 --record "$tmp/d.rec" "$@" >/dev/null
+        --batch $((2 * np)) --steps 3 --record "$tmp/d.rec" "$@" >/dev/null
     ./replay/replay --record "$tmp/d.rec" --csv "$tmp/d.csv"
     awk -F, 'END { print $7 }' "$tmp/d.csv"
 }
@@ -101,7 +101,7 @@ lesson_pipeline() {
 lesson_mesh() {
     for mesh in "--dp 8" "--tp 8" "--pp 8" "--tp 2 --dp 4" "--pp 2 --dp 4" "--tp 2 --cp 2 --pp 2"; do
         read -r -a m <<<"$mesh"
-        $MPI 8 ./10_nd_llama/train --preset nd-small --threads 1 --steps 3 "${m[@]}" --record "$tmp/m.rec" >/dev/null
+        $MPI 8 ./10_nd_llama/train --preset nd-small --threads 1 --steps 2 "${m[@]}" --record "$tmp/m.rec" >/dev/null
         ./replay/replay --record "$tmp/m.rec" --cluster h100x1 --label "${mesh// /}" --csv "$tmp/m.csv"
     done
     awk -F, '$1 == "modeled" && $4 == "step" { printf "modeled on one 8-GPU H100 node: %-20s step %.3f ms, MFU %.2f%%\n", $3, 1e3 * $7, 100 * $12

@@ -14,16 +14,16 @@ run() {  # NP LOG FLAGS...: one training run of PROG, quietly unless it fails
     fi
 }
 
-reference() {  # BIN FLAGS...: the 1-rank run of 03_ddp/ddp, its final state in BIN
-    local bin=$1; shift
-    reference_run "$dir/one.log" ./03_ddp/ddp "${TINY[@]}" --steps 6 "$@" --save-final "$bin" ||
+reference() {  # BIN STEPS FLAGS...: the 1-rank run of 03_ddp/ddp, its final state in BIN
+    local bin=$1 steps=$2; shift 2
+    reference_run "$dir/one.log" ./03_ddp/ddp "${TINY[@]}" --steps "$steps" "$@" --save-final "$bin" ||
         { echo "the 1-rank reference run failed"; tail -n 20 "$dir/one.log"; exit 1; }
 }
 
 equiv_case() {  # NP TOL "PARALLEL FLAGS" [FLAGS...]: NP ranks vs 1 rank, 6 steps
     local np=$1 tol=$2 par
     read -r -a par <<<"$3"; shift 3
-    reference "$dir/one.bin" "$@"
+    reference "$dir/one.bin" 6 "$@"
     run "$np" "$dir/many.log" "${TINY[@]}" --steps 6 "${par[@]}" "$@" --save-final "$dir/many.bin"
     echo "1 rank vs $np ranks, 6 steps, ${par[*]} $*"
     grep '^tp:\|^cp:\|^dp:' "$dir/many.log"
@@ -32,12 +32,12 @@ equiv_case() {  # NP TOL "PARALLEL FLAGS" [FLAGS...]: NP ranks vs 1 rank, 6 step
 }
 
 emu_case() {  # NP GPUS COMM TOL WTOL "PARALLEL FLAGS" [FLAGS...]: the CUDA path on emulated
-    # GPUs (tests/cuda_emu) against the CPU's 1-rank run, 6 steps
+    # GPUs (tests/cuda_emu) against the CPU's 1-rank run, 3 steps (as 03_ddp/test_ddp.sh emu)
     local np=$1 gpus=$2 comm=$3 tol=$4 wtol=$5 par
     read -r -a par <<<"$6"; shift 6
-    reference "$dir/cpu.bin" --device cpu "$@"
+    reference "$dir/cpu.bin" 3 --device cpu "$@"
     if ! mpirun -np "$np" env EMU_GPUS="$gpus" "$EMU_PROG" "${TINY[@]}" --device cuda --comm "$comm" \
-            --steps 6 "${par[@]}" "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
+            --steps 3 "${par[@]}" "$@" --save-final "$dir/gpu.bin" >"$dir/gpu.log" 2>&1; then
         tail -n 30 "$dir/gpu.log"; exit 1
     fi
     grep '^device\|^tp:\|^cp:\|^weights.*after' "$dir/gpu.log"
