@@ -14,6 +14,9 @@
 #   alone                          the list's tests after this line run with
 #                                  no other test beside them (they build or
 #                                  grade in this tree)
+#   in_order                       the list's tests after this line run one
+#                                  after another, in list order (they share
+#                                  what the first sets up), beside others
 # NP 0 runs CMD directly (one rank, no mpirun); NP >= 1 runs it under
 # `mpirun -np NP`. Every test runs under its time limit, so a hang fails.
 # A limit is there to catch hangs, never to judge speed: each is at least
@@ -76,12 +79,12 @@ export TEST_CACHE="$work/cache"   # tests/reference_run.sh: 1-rank references ru
 # ---- reading the lists -------------------------------------------------------
 # One entry per test: its mode (pass, fail, or unit: a binary's tests in one
 # process), name, limit, NP, whether it runs alone, and its command line.
-MODE=(); NAME=(); SECS=(); NP=(); ALONE=(); CMD=(); UNITS=()
-alone_now=0
+MODE=(); NAME=(); SECS=(); NP=(); ALONE=(); CHAIN=(); CMD=(); UNITS=()
+alone_now=0; chain_now=0; chains=0
 selected() { [ -z "$filter" ] || [[ "$1" =~ $filter ]]; }
 add() {  # MODE NAME SECONDS NP CMD...
     local mode=$1 name=$2 secs=$3 np=$4; shift 4
-    MODE+=("$mode"); NAME+=("$name"); NP+=("$np"); ALONE+=("$alone_now")
+    MODE+=("$mode"); NAME+=("$name"); NP+=("$np"); ALONE+=("$alone_now"); CHAIN+=("$chain_now")
     if [ "$scale" = 1 ]; then SECS+=("$secs")
     else SECS+=("$(awk -v s="$secs" -v k="$scale" 'BEGIN { printf "%d", s * k + 0.999 }')"); fi
     local seed=""; [ -n "${EMU_SEED+x}" ] && seed="EMU_SEED=$EMU_SEED"
@@ -90,6 +93,7 @@ add() {  # MODE NAME SECONDS NP CMD...
 t()     { selected "$1" && add pass "$@"; return 0; }
 tfail() { selected "$1" && add fail "$@"; return 0; }
 alone() { alone_now=1; }
+in_order() { chains=$((chains + 1)); chain_now=$chains; }
 unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
     local bin=$1 secs=$2 np=$3 fmt=${4:-%s} names n picked=()
     shift $(($# < 4 ? $# : 4))
@@ -104,7 +108,7 @@ unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
 }
 for f in tests/*.tests; do
     [ -e "$f" ] || continue
-    alone_now=0
+    alone_now=0; chain_now=0
     # shellcheck source=/dev/null
     source "$f"
 done
@@ -191,29 +195,37 @@ report() {  # I: print test I's results with the progress so far
 }
 
 # ---- the schedule: list order, up to $jobs ranks at once ------------------------
-declare -A running=()   # pid -> test index
+# A job is one test, or an in_order chain of tests run one after another;
+# it weighs as its heaviest test.
+declare -A running=() weighs=()   # pid -> the job's test indices, its weight
 busy=0
 weight() { local w=${NP[$1]}; [ "$w" -lt 1 ] && w=1; [ "$w" -gt "$jobs" ] && w=$jobs; echo "$w"; }
-reap() {  # wait until a running test ends, report every one that has
+reap() {  # wait until a running job ends, report every one that has
     local pid i ended=0
     wait -n 2>/dev/null
     for pid in "${!running[@]}"; do
-        i=${running[$pid]}
         ! kill -0 "$pid" 2>/dev/null || continue
-        [ -e "$work/$i.res" ] || echo "FAIL ${NAME[$i]} 0 -" >"$work/$i.res"   # killed from outside
-        unset "running[$pid]"; busy=$((busy - $(weight "$i"))); ended=1
-        report "$i"
+        for i in ${running[$pid]}; do
+            [ -e "$work/$i.res" ] || echo "FAIL ${NAME[$i]} 0 -" >"$work/$i.res"   # killed from outside
+            report "$i"
+        done
+        busy=$((busy - ${weighs[$pid]})); unset "running[$pid]" "weighs[$pid]"; ended=1
     done
     [ $ended = 1 ] || sleep 0.1
 }
-for i in "${!MODE[@]}"; do
+n=${#MODE[@]}
+for ((i = 0; i < n; i++)); do
     if [ "${ALONE[$i]}" = 1 ]; then
         while [ ${#running[@]} -gt 0 ]; do reap; done
         run_test "$i"; report "$i"; continue
     fi
-    w=$(weight "$i")
+    job=$i; w=$(weight "$i")
+    while [ "${CHAIN[$i]}" != 0 ] && [ $((i + 1)) -lt "$n" ] && [ "${CHAIN[$((i + 1))]}" = "${CHAIN[$i]}" ]; do
+        i=$((i + 1)); job="$job $i"
+        [ "$(weight "$i")" -gt "$w" ] && w=$(weight "$i")
+    done
     while [ ${#running[@]} -gt 0 ] && [ $((busy + w)) -gt "$jobs" ]; do reap; done
-    run_test "$i" & running[$!]=$i; busy=$((busy + w))
+    { for j in $job; do run_test "$j"; done; } & running[$!]=$job; weighs[$!]=$w; busy=$((busy + w))
 done
 while [ ${#running[@]} -gt 0 ]; do reap; done
 
