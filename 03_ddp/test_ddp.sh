@@ -194,7 +194,7 @@ text)  # --data FILE: byte-level text, 2 ranks equal 1 (on a fixed text: a file 
     $CMP "$dir/two.bin" "$dir/one.bin" --tol 1e-5
     ;;
 learns)  # the loss falls well below the corpus's unigram entropy
-    run 2 "$dir/a.log" --device "$DEV" --threads 1 --dim 64 --layers 2 --heads 4 --kv-heads 2 --seq 64 \
+    run 2 "$dir/a.log" --device "$DEV" --threads 1 --dim 64 --layers 2 --heads 4 --kv-heads 2 --seq 32 \
         --batch 16 --steps 100 --lr 5e-3
     h=$(grep -o 'unigram entropy [0-9.]*' "$dir/a.log" | awk '{print $3}')
     loss=$(grep '^step   100/' "$dir/a.log" | awk '{print $5}')
