@@ -1,5 +1,5 @@
 #!/bin/bash
-# Chapter 01 on one task of an allocation: one device's matmul HFU (one process).
+# Chapter 01 on one task of an allocation: one device's matmul HFU.
 # Submit from the suite's folder, on a real cluster or on the nodes of
 # scripts/cluster.sh (with build/cluster/login before sbatch):
 #   sbatch scripts/slurm/01_matmul_hfu.sh [FLAGS...]
@@ -8,4 +8,4 @@
 #SBATCH --ntasks=1
 #SBATCH --output=slurm-%x-%j.out
 set -euo pipefail
-srun --ntasks=1 ./01_matmul_hfu/hfu "$@"
+./01_matmul_hfu/hfu "$@"   # one process, started by the batch step itself
