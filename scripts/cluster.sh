@@ -28,7 +28,8 @@
 # and munge).
 # Several clusters can be up at once, each under its own CLUSTER_ID (letters
 # and digits; unset: the one cluster): every command acts on that cluster
-# alone, its namespaces are dtc-ID-*, its files build/cluster-ID.
+# alone, its namespaces are dtcID-* (not dtc-*, which the one cluster has),
+# its files build/cluster-ID.
 # Needs root and the `ip`, `tc`, `unshare` and `nsenter` commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ fail() { echo "error: $*" >&2; exit 2; }
 id=${CLUSTER_ID:-}
 [[ $id =~ ^[A-Za-z0-9]{0,16}$ ]] || fail "CLUSTER_ID must be up to 16 letters and digits, got '$id'"
 DIR=build/cluster${id:+-$id}   # hosts, agent, login, and the state `down` reads
-PREFIX=dtc${id:+-$id}          # this cluster's namespaces: $PREFIX-login, $PREFIX-nodeI
+PREFIX=dtc$id                  # this cluster's namespaces: $PREFIX-login, $PREFIX-nodeI
 NET=10.77.0                    # node i is $NET.i; the login namespace is $NET.254
 
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
