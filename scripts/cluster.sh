@@ -273,7 +273,8 @@ write_login() {
     cat >"$DIR/login" <<EOF
 #!/bin/sh
 # Runs a command on the login side of the nodes of scripts/cluster.sh.
-$([ $slurm = 0 ] || echo "export SLURM_CONF='$PWD/$DIR/slurm/slurm.conf'")
+$([ $slurm = 0 ] || printf '%s\n' "# Slurm's commands find this cluster's Slurm; its jobs' ranks yield their core, as the agent's do" \
+    "export SLURM_CONF='$PWD/$DIR/slurm/slurm.conf' OMPI_MCA_mpi_yield_when_idle=1")
 exec ip netns exec $PREFIX-login "\$@"
 EOF
     chmod +x "$DIR/login"
