@@ -126,7 +126,7 @@ two)  # clusters a and ab brought up at the same time, as two test runs side by 
     echo "clusters $a and $b were up at once; $a's down left $b whole"
     ;;
 missing-slurm)
-    for c in munged slurmctld slurmd sbatch; do command -v $c >/dev/null || { echo "Slurm and munge (no '$c'; Debian: slurm-wlm munge)"; exit 1; }; done
+    for c in munged slurmctld slurmd sbatch sinfo; do command -v $c >/dev/null || { echo "Slurm and munge (no '$c'; Debian: slurm-wlm munge)"; exit 1; }; done
     ;;
 up)
     # the clusters of earlier test runs that ended without their `down` (the
