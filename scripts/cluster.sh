@@ -54,6 +54,13 @@ down() {
     for ns in $(own_ns); do
         pids="$pids $(ip netns pids "$ns" 2>/dev/null || true)"
     done
+    # a node's holder keeps its namespaces alive even when their names are
+    # gone (removed by hand, or by an older down): ended by its recorded id
+    if [ -e "$DIR/nodes" ]; then
+        for p in $(awk '{ print $3 }' "$DIR/nodes"); do
+            [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] && pids="$pids $p"
+        done
+    fi
     for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
     for p in $pids; do   # a killed process takes a moment to be gone
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done

@@ -31,6 +31,7 @@ cleanup() {
     for o in "${others[@]}"; do CLUSTER_ID=$o bash scripts/cluster.sh down >/dev/null; done
 }
 trap cleanup EXIT
+trap "exit 1" INT TERM   # a hang guard's signal still takes this case's nodes down
 
 up() { bash scripts/cluster.sh down >/dev/null && bash scripts/cluster.sh up 2 --ranks-per-node 2 --gbps 1; }
 need_cluster() { [ -e $C/nodes ] || { own=1; up >/dev/null; }; }
