@@ -12,8 +12,9 @@
 #                   assignments' code left out (ASSIGNMENTS.md)
 #   make grade NAME="02-ring ..."  run their graded tests, print the score
 #   make deps       install the Debian packages the suite needs (if missing)
-#   make cluster-up [NODES=2 GBPS=1 RANKS=2]  nodes on this machine (network
-#                   namespaces, TCP between them; scripts/cluster.sh, as root)
+#   make cluster-up [NODES=2 GBPS=1 RANKS=2 SLURM=1]  nodes on this machine
+#                   (network namespaces, TCP between them; scripts/cluster.sh,
+#                   as root); SLURM=1 makes them a Slurm cluster
 #   make cluster-down  remove them
 #   make clean
 # Knobs: CUDA=0 leaves the CUDA backend out (default: built when nvcc is
@@ -140,8 +141,9 @@ reference-charts: deps
 NODES ?= 2
 GBPS ?= 1
 RANKS ?= 2
+SLURM ?= 0
 cluster-up:
-	@bash scripts/cluster.sh up $(NODES) --gbps $(GBPS) --ranks-per-node $(RANKS)
+	@bash scripts/cluster.sh up $(NODES) --gbps $(GBPS) --ranks-per-node $(RANKS) $(if $(filter 1,$(SLURM)),--slurm)
 
 cluster-down:
 	@bash scripts/cluster.sh down

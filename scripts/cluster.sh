@@ -14,7 +14,7 @@
 # netem, which not every kernel has: `up` says what it found).
 #
 # Usage: scripts/cluster.sh up N [--gbps X] [--ranks-per-node R] [--qdisc tbf|htb]
-#                              [--burst BYTES] [--queue BYTES]
+#                              [--burst BYTES] [--queue BYTES] [--slurm]
 #        scripts/cluster.sh down      remove everything `up` made (safe to repeat)
 #        scripts/cluster.sh status    the nodes, their links and byte counters
 #        scripts/cluster.sh tcp A B [SECONDS]   TCP throughput from node A to node B
@@ -22,31 +22,50 @@
 # the link model's --inter-gbps is in GB/s: 1 Gbit/s = 0.125 GB/s); a node runs
 # --ranks-per-node ranks (default 2; the hostfile's slots). --qdisc, --burst
 # and --queue: how the rate is kept (default tbf, a 4 ms bucket, a 32 ms queue).
+# --slurm makes the nodes a Slurm cluster: slurmctld and munged on the login
+# side, one slurmd on each node (R CPUs each), one partition; `login sbatch`
+# then submits as on a real cluster's login node (needs Debian's slurm-wlm
+# and munge).
+# Several clusters can be up at once, each under its own CLUSTER_ID (letters
+# and digits; unset: the one cluster): every command acts on that cluster
+# alone, its namespaces are dtcID-* (not dtc-*, which the one cluster has),
+# its files build/cluster-ID.
 # Needs root and the `ip`, `tc`, `unshare` and `nsenter` commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DIR=build/cluster          # hosts, agent, login, and the state `down` reads
-PREFIX=dtc                 # every namespace made here is named dtc-*
-NET=10.77.0                # node i is $NET.i; the login namespace is $NET.254
+fail() { echo "error: $*" >&2; exit 2; }
+id=${CLUSTER_ID:-}
+[[ $id =~ ^[A-Za-z0-9]{0,16}$ ]] || fail "CLUSTER_ID must be up to 16 letters and digits, got '$id'"
+DIR=build/cluster${id:+-$id}   # hosts, agent, login, and the state `down` reads
+PREFIX=dtc$id                  # this cluster's namespaces: $PREFIX-login, $PREFIX-nodeI
+NET=10.77.0                    # node i is $NET.i; the login namespace is $NET.254
 
 usage() { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-fail() { echo "error: $*" >&2; exit 2; }
 
 node_ns() { echo "$PREFIX-node$1"; }
+# this cluster's namespaces (and none of another cluster's)
+own_ns() { ip netns list 2>/dev/null | awk -v p="$PREFIX" '$1 ~ "^" p "-(login|probe|node[0-9]+)$" { print $1 }'; }
 
 down() {
     # Every process still inside a node or the login namespace (ranks, orted,
     # the holders of the nodes' namespaces) is ended by its id, then the
     # namespaces go, and with them the veths, the bridge and the qdiscs.
     local ns pids="" p
-    for ns in $(ip netns list 2>/dev/null | awk -v p="$PREFIX-" 'index($1, p) == 1 { print $1 }'); do
+    for ns in $(own_ns); do
         pids="$pids $(ip netns pids "$ns" 2>/dev/null || true)"
     done
+    # a node's holder keeps its namespaces alive even when their names are
+    # gone (removed by hand, or by an older down): ended by its recorded id
+    if [ -e "$DIR/nodes" ]; then
+        for p in $(awk '{ print $3 }' "$DIR/nodes"); do
+            [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] && pids="$pids $p"
+        done
+    fi
     for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
     for p in $pids; do   # a killed process takes a moment to be gone
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     done
-    for ns in $(ip netns list 2>/dev/null | awk -v p="$PREFIX-" 'index($1, p) == 1 { print $1 }'); do
+    for ns in $(own_ns); do
         ip netns del "$ns"
     done
     rm -rf "$DIR"
@@ -90,7 +109,7 @@ detect_qdiscs() {
 up() {
     [ $# -ge 1 ] || fail "up needs the number of nodes (scripts/cluster.sh up N)"
     n=$1; shift
-    gbps=1; ranks=2; qdisc=tbf; burst=""; queue=""
+    gbps=1; ranks=2; qdisc=tbf; burst=""; queue=""; slurm=0
     while [ $# -gt 0 ]; do
         case $1 in
         --gbps) gbps=${2:-}; shift 2 || fail "--gbps needs a value" ;;
@@ -98,6 +117,7 @@ up() {
         --qdisc) qdisc=${2:-}; shift 2 || fail "--qdisc needs a value" ;;
         --burst) burst=${2:-}; shift 2 || fail "--burst needs a value" ;;
         --queue) queue=${2:-}; shift 2 || fail "--queue needs a value" ;;
+        --slurm) slurm=1; shift ;;
         *) fail "unknown flag '$1' (see --help)" ;;
         esac
     done
@@ -119,8 +139,13 @@ up() {
     [ "$(id -u)" = 0 ] || fail "up needs root (network namespaces)"
     local c
     for c in ip tc unshare nsenter; do command -v $c >/dev/null || fail "up needs the '$c' command"; done
-    [ -z "$(ip netns list 2>/dev/null | awk -v p="$PREFIX-" 'index($1, p) == 1')" ] && [ ! -e "$DIR" ] ||
-        fail "a cluster is up already (scripts/cluster.sh down first)"
+    if [ $slurm = 1 ]; then
+        for c in munged slurmctld slurmd sbatch sinfo; do
+            command -v $c >/dev/null || fail "--slurm needs Slurm and munge (no '$c' command; on Debian: apt-get install slurm-wlm munge)"
+        done
+    fi
+    [ -z "$(own_ns)" ] && [ ! -e "$DIR" ] ||
+        fail "a cluster is up already${id:+ under CLUSTER_ID=$id} (scripts/cluster.sh down first)"
 
     trap 'echo "cluster: setup failed; removing what was made" >&2; down' EXIT
     local kinds; kinds=$(detect_qdiscs)
@@ -157,10 +182,12 @@ up() {
     done
     echo "$qdisc $gbps $burst $queue" >"$DIR/link"
     write_agent; write_login
+    [ $slurm = 0 ] || start_slurm "$n"
     trap - EXIT
     echo "cluster: $n nodes x $ranks ranks, links $gbps Gbit/s each way ($qdisc, bucket $burst B, queue $queue B), $NET.0/24"
     echo "cluster: run   $DIR/login mpirun --hostfile $DIR/hosts --mca plm_rsh_agent $DIR/agent -np $((n * ranks)) ..."
-    echo "cluster: stop  scripts/cluster.sh down"
+    [ $slurm = 0 ] || echo "cluster: Slurm $DIR/login sbatch --nodes $n --ntasks-per-node $ranks scripts/slurm/03_ddp.sh"
+    echo "cluster: stop  ${id:+CLUSTER_ID=$id }scripts/cluster.sh down"
 }
 
 # The agent Open MPI calls instead of ssh: `agent HOST COMMAND...` runs the
@@ -185,12 +212,76 @@ EOF
     chmod +x "$DIR/agent"
 }
 
+# start_slurm N: munged (with a key of this cluster's own) and slurmctld in
+# the login namespace, a slurmd inside each node's namespaces; every file
+# under $DIR/slurm, every process inside the namespaces, so that `down`
+# removes them with the rest. Returns once every node is idle in Slurm.
+# Each slurmd has its node's hostname and address, so the Slurm build needs
+# no support for several slurmd on one host.
+start_slurm() {
+    local n=$1 s="$PWD/$DIR/slurm" i
+    mkdir -p "$s/munge" "$s/state"
+    chmod 700 "$s/munge"
+    head -c 1024 /dev/urandom >"$s/munge/key"; chmod 400 "$s/munge/key"
+    {
+        echo "# Slurm for the nodes of scripts/cluster.sh (written by its --slurm)"
+        echo "ClusterName=${PREFIX}"
+        echo "SlurmctldHost=$(hostname)($NET.254)"
+        echo "SlurmUser=root"
+        echo "AuthType=auth/munge"
+        echo "AuthInfo=socket=$s/munge/socket"
+        echo "StateSaveLocation=$s/state"
+        echo "SlurmdSpoolDir=$s/%n"
+        echo "SlurmctldPidFile=$s/slurmctld.pid"
+        echo "SlurmdPidFile=$s/%n.pid"
+        echo "SlurmctldLogFile=$s/slurmctld.log"
+        echo "SlurmdLogFile=$s/%n.log"
+        # no cgroups, no accounting: processes tracked by their parents
+        echo "ProctrackType=proctrack/linuxproc"
+        echo "TaskPlugin=task/none"
+        echo "JobAcctGatherType=jobacct_gather/none"
+        echo "AccountingStorageType=accounting_storage/none"
+        echo "MpiDefault=none"
+        echo "SelectType=select/cons_tres"
+        echo "SelectTypeParameters=CR_CPU"
+        # the nodes share this machine's cores: a node has the CPUs it is
+        # given here, not the ones slurmd counts
+        echo "SlurmdParameters=config_overrides"
+        echo "ReturnToService=2"
+        for i in $(seq 1 "$n"); do
+            echo "NodeName=node$i NodeAddr=$NET.$i CPUs=$ranks State=UNKNOWN"
+        done
+        echo "PartitionName=nodes Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+    } >"$s/slurm.conf"
+    # slurmd starts a cgroup plugin even when nothing uses it; the one the
+    # kernel mounts at /sys/fs/cgroup (v1 beside v2's unified tree is not
+    # detected by itself)
+    if [ -e /sys/fs/cgroup/cgroup.controllers ]; then echo "CgroupPlugin=cgroup/v2"; else echo "CgroupPlugin=cgroup/v1"; fi >"$s/cgroup.conf"
+    export SLURM_CONF="$s/slurm.conf"
+    ip netns exec "$PREFIX-login" munged --force --socket="$s/munge/socket" --key-file="$s/munge/key" \
+        --pid-file="$s/munge/pid" --log-file="$s/munge/log" --seed-file="$s/munge/seed" ||
+        fail "munged did not start: $(tail -n 2 "$s/munge/log" 2>/dev/null)"
+    ip netns exec "$PREFIX-login" slurmctld </dev/null || fail "slurmctld did not start: $(tail -n 2 "$s/slurmctld.log" 2>/dev/null)"
+    for i in $(seq 1 "$n"); do
+        nsenter -t "$(awk -v h="node$i" '$1 == h { print $3 }' "$DIR/nodes")" -n -u -m -- slurmd </dev/null ||
+            fail "node$i's slurmd did not start: $(tail -n 2 "$s/node$i.log" 2>/dev/null)"
+    done
+    for _ in $(seq 600); do   # at most 60 s for every slurmd to register
+        [ "$(ip netns exec "$PREFIX-login" sinfo -h -N -o %T 2>/dev/null | grep -c '^idle$')" = "$n" ] && return 0
+        sleep 0.1
+    done
+    ip netns exec "$PREFIX-login" sinfo -N >&2 || true
+    fail "the nodes did not come up idle in Slurm within 60 s: $(tail -q -n 2 "$s"/*.log)"
+}
+
 # login CMD...: runs CMD in the login namespace (on the nodes' network, under
 # this machine's own hostname), where mpirun starts the job as on a login node.
 write_login() {
     cat >"$DIR/login" <<EOF
 #!/bin/sh
 # Runs a command on the login side of the nodes of scripts/cluster.sh.
+$([ $slurm = 0 ] || printf '%s\n' "# Slurm's commands find this cluster's Slurm; its jobs' ranks yield their core, as the agent's do" \
+    "export SLURM_CONF='$PWD/$DIR/slurm/slurm.conf' OMPI_MCA_mpi_yield_when_idle=1")
 exec ip netns exec $PREFIX-login "\$@"
 EOF
     chmod +x "$DIR/login"

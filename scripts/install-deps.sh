@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian packages the suite needs, if any is missing:
 # Open MPI (compiler wrapper and mpirun), OpenBLAS, gnuplot, make, gcc and
-# python3 (the tests use it for independent references; make demo to cut a step out of a trace).
+# python3 (the tests' independent references; make demo cuts a step out of a
+# trace with it), and
+# Slurm with munge where this runs as root (tests/cluster.tests submits a job
+# script through a Slurm of its own nodes; it needs root anyway). The
+# daemons are not configured here: scripts/cluster.sh up --slurm starts its
+# own, with its own key and files.
 # Does nothing when everything is present. Runs apt-get as root or via sudo.
 set -euo pipefail
 
@@ -15,6 +20,10 @@ have g++     || need+=(g++)
 have make    || need+=(make)
 have python3 || need+=(python3)   # the tests' independent references; scripts/trace_step.py
 have timeout || need+=(coreutils)
+if [ "$(id -u)" -eq 0 ]; then
+    have slurmd  || need+=(slurmd slurmctld slurm-client)
+    have munged  || need+=(munge)
+fi
 compgen -G '/usr/lib/*/libopenblas.so' >/dev/null || compgen -G '/usr/lib/libopenblas.so' >/dev/null || need+=(libopenblas-dev)
 
 if [ ${#need[@]} -eq 0 ]; then

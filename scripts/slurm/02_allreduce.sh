@@ -1,0 +1,12 @@
+#!/bin/bash
+# Chapter 02 on a Slurm allocation: the collectives over every task's rank.
+# Submit from the suite's folder, on a real cluster or on the nodes of
+# scripts/cluster.sh (with build/cluster/login before sbatch):
+#   sbatch [--nodes N] [--ntasks-per-node R] scripts/slurm/02_allreduce.sh [FLAGS...]
+# FLAGS go to the program; the ranks and the mesh come from the allocation.
+#SBATCH --job-name=02_allreduce
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --output=slurm-%x-%j.out
+set -euo pipefail
+mpirun -np "$SLURM_NTASKS" ./02_allreduce/allreduce "$@"

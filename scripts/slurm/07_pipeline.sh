@@ -1,0 +1,12 @@
+#!/bin/bash
+# Chapter 07 on a Slurm allocation: one pipeline stage per task, in node order.
+# Submit from the suite's folder, on a real cluster or on the nodes of
+# scripts/cluster.sh (with build/cluster/login before sbatch):
+#   sbatch [--nodes N] [--ntasks-per-node R] scripts/slurm/07_pipeline.sh [FLAGS...]
+# FLAGS go to the program; the ranks and the mesh come from the allocation.
+#SBATCH --job-name=07_pipeline
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --output=slurm-%x-%j.out
+set -euo pipefail
+mpirun -np "$SLURM_NTASKS" ./07_pipeline/pipeline --stages "$SLURM_NTASKS" "$@"
