@@ -32,7 +32,9 @@ set xtics ("1: DDP" 1, "2: a group per node" 2, "4: FSDP" 4)
 set xlabel "shard group size K"
 set key inside top left box opaque font ",9"
 set ylabel "time per step (ms), replayed on one core per rank"
-set yrange [0:(T_max > Q_max ? T_max : Q_max) * 1.6]
+top = T_max > Q_max ? T_max : Q_max
+if (measured > 0) { stats csv skip 1 using 5 nooutput name "S"; top = S_max > top ? S_max : top }
+set yrange [0:top * 1.6]
 set y2label "time per step (ms), modeled on 2 nodes of 2 H100s"
 set y2tics
 set y2range [0:M_max * 1.6]
@@ -45,9 +47,9 @@ lines = 'src("replayed", "none") using 1:5 with linespoints ls 9 title "no link 
      src("modeled", "none") using 1:5 axes x1y2 with linespoints ls 4 lw 1 pt 8 title "modeled: 2 nodes of 2 H100s (right axis)"'
 if (measured > 0) {
     plot @lines, \
-         csv skip 1 using ($2 eq "none" ? $1 : NaN):5 with points ls 9 pt 7 ps 1.6 title "measured (a core per rank)", \
-         csv skip 1 using ($2 eq "fast" ? $1 : NaN):5 with points ls 1 pt 7 ps 1.6 notitle, \
-         csv skip 1 using ($2 eq "slow" ? $1 : NaN):5 with points ls 2 pt 7 ps 1.6 notitle
+         csv skip 1 using (strcol(2) eq "none" ? $1 : NaN):5 with points ls 9 pt 7 ps 1.6 title "measured (a core per rank)", \
+         csv skip 1 using (strcol(2) eq "fast" ? $1 : NaN):5 with points ls 1 pt 7 ps 1.6 notitle, \
+         csv skip 1 using (strcol(2) eq "slow" ? $1 : NaN):5 with points ls 2 pt 7 ps 1.6 notitle
 } else {
     plot @lines
 }
