@@ -5,7 +5,8 @@
 # slowest run's step. Beside them, from the runs' records (csv's
 # *_replay.csv, replay/replay): the step replayed on one core per rank
 # (lines with points, overlap on and off) and modeled on one 8-GPU H100
-# node (thin, right axis). Rows come from 03_ddp/sweep_buckets.sh.
+# node (thin, right axis), and the best bucket of each of these two
+# sources in the lower panel's title. Rows come from 03_ddp/sweep_buckets.sh.
 #   gnuplot -e "csv='plots/data/ddp_buckets.csv'; out='plots/ddp_buckets.png'" 03_ddp/ddp_buckets.gp
 # Columns: 1 bucket_mb, 2 overlap, 3 ranks, 4 buckets, 5 grad_mb, 6 step_ms,
 #   7 compute_ms, 8 exposed_comm_ms, 9 tokens, 10 tok_s, 11 threads, 12 runs,
@@ -58,7 +59,13 @@ plot csv skip 1 using ($1):(is("off") ? $7 / 2 : NaN):(lo($1,0)):(hi($1,0)):(0):
 
 # Below: the same runs replayed on one core per rank (left axis) and modeled
 # on one 8-GPU H100 node (right axis), from their records.
-set title "the same runs replayed on one core per rank (left) and modeled on one 8-GPU H100 node (right)"
+set yrange [*:*]
+# The best bucket (fastest step, overlap on) is read from these two lines
+# only: the bars above come from a shared machine.
+stats src("replayed", "on") using 1:5 nooutput name "BR"
+stats src("modeled", "on") using 1:5 nooutput name "BM"
+set title sprintf("the same runs replayed on one core per rank (left) and modeled on one 8-GPU H100 node (right)\nbest bucket, overlap on: replayed %g MiB, modeled %g MiB (bucket sizes %g to %g MiB)", \
+                  BR_pos_min_y, BM_pos_min_y, BR_min_x, BR_max_x)
 unset label 3
 set bmargin 3
 set yrange [0:*]

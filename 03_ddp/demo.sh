@@ -14,7 +14,7 @@ step bash 03_ddp/sweep_dataparallel.sh plots/data/dataparallel.csv --device cpu
 # steps: the README's chart and table are this run's.
 step bash 03_ddp/sweep_local.sh plots/data/ddp_local.csv --device cpu
 # The parameter server: BSP, ASP and SSP:2 without and with a straggler (6
-# short runs of 4 ranks, one row per update; the chart paramserver.png).
+# short runs of 4 ranks, one row per update; the chart paramserver.png in plots/).
 step bash 03_ddp/sweep_paramserver.sh plots/data/paramserver.csv --device cpu
 # Federated averaging: C 0.1, 0.5, 1 at E 1, E 4, and E 4 under two
 # deadlines, 32 clients, 30 rounds: the README's chart is this run's.

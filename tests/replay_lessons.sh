@@ -17,6 +17,12 @@
 #              run-to-run spread of recorded CPU time on a loaded machine
 #   pipeline   07: ZB-H1's and TeraPipe's replayed bubbles below 1F1B's at the
 #              same micro-batches, from recorded actions
+#   hsdp       05: on 2 simulated nodes of 2 behind a slow link (0.05 GB/s,
+#              100 us), one shard group per node (K = 2) replays faster than
+#              FSDP over both nodes (K = 4) and in 2/3 of DDP's (K = 1) step
+#              or less (it sends 2/3 of DDP's bytes across, and the crossing
+#              bytes decide a step behind a slow link); the same modeled on
+#              2 nodes of 2 H100s (05_hsdp/h100_2x2.cluster)
 #   mesh       10: on the modeled 8-GPU node, pp 8 is not the best mesh of 8
 #              (chapter 10's nd-small model, six of its sweep's meshes)
 set -euo pipefail
@@ -98,6 +104,22 @@ lesson_pipeline() {
         if (!(z < f && t < f)) exit 1 }' || fail "ZB-H1 or TeraPipe does not idle less than 1F1B"
 }
 
+lesson_hsdp() {
+    for K in 1 2 4; do
+        $MPI 4 ./05_hsdp/hsdp --device cpu --threads 1 --dim 128 --heads 4 --kv-heads 4 --layers 8 --vocab 256 \
+            --seq 32 --batch 4 --steps 4 --shard $K --record "$tmp/h.rec" >/dev/null
+        ./replay/replay --record "$tmp/h.rec" --gbps 12.5 --alpha-us 5 --node-size 2 --inter-gbps 0.05 --inter-us 100 \
+            --label "K$K" --csv "$tmp/h.csv"
+        ./replay/replay --record "$tmp/h.rec" --cluster 05_hsdp/h100_2x2.cluster --label "K$K" --csv "$tmp/hm.csv"
+    done
+    for src in replayed:h modeled:hm; do
+        awk -F, -v s=${src%:*} '$1 == s && $4 == "step" { t[$3] = $7 }
+            END { printf "%s, 2 nodes of 2%s: K = 1 %.3f ms, K = 2 %.3f ms, K = 4 %.3f ms\n", s, s == "modeled" ? " H100s" : " behind the slow link", 1e3 * t["K1"], 1e3 * t["K2"], 1e3 * t["K4"]
+                  exit !(t["K2"] <= 2 / 3 * t["K1"] && t["K2"] < t["K4"]) }' "$tmp/${src#*:}.csv" ||
+            fail "${src%:*}: one shard group per node is not below FSDP over both nodes and 2/3 of DDP"
+    done
+}
+
 lesson_mesh() {
     for mesh in "--dp 8" "--tp 8" "--pp 8" "--tp 2 --dp 4" "--pp 2 --dp 4" "--tp 2 --cp 2 --pp 2"; do
         read -r -a m <<<"$mesh"
@@ -110,6 +132,6 @@ lesson_mesh() {
 }
 
 case "${1:-}" in
-allreduce | ddp | pipeline | mesh) "lesson_$1" ;;
-*) echo "usage: $0 allreduce|ddp|pipeline|mesh" >&2; exit 2 ;;
+allreduce | ddp | pipeline | hsdp | mesh) "lesson_$1" ;;
+*) echo "usage: $0 allreduce|ddp|pipeline|hsdp|mesh" >&2; exit 2 ;;
 esac
