@@ -10,7 +10,11 @@
 #                   machine, then ship the CSVs beside the figures and redraw them
 #   make assignment NAME="02-ring ..." [DIR=...]  a student copy with those
 #                   assignments' code left out (ASSIGNMENTS.md)
+#                   [WITH_BUILD=1: with build/, so only the stripped files recompile]
 #   make grade NAME="02-ring ..."  run their graded tests, print the score
+#   make answers [CH="04 07"]  for instructors: the exercises' numeric answers
+#   make regrade SUBMISSIONS=DIR [NAME=...] [REPORTS=DIR]  grade a folder of
+#                   submissions in a clean copy of the suite: a table of scores
 #   make deps       install the Debian packages the suite needs (if missing)
 #   make cluster-up [NODES=2 GBPS=1 RANKS=2 SLURM=1]  nodes on this machine
 #                   (network namespaces, TCP between them; scripts/cluster.sh,
@@ -149,13 +153,19 @@ cluster-down:
 	@bash scripts/cluster.sh down
 
 assignment:
-	@bash scripts/assignment.sh $(if $(DIR),--dir "$(DIR)") $(NAME)
+	@bash scripts/assignment.sh $(if $(DIR),--dir "$(DIR)") $(if $(filter 1,$(WITH_BUILD)),--with-build) $(NAME)
 
 grade:
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/grade.sh $(NAME)
 
+answers:
+	@bash scripts/answers.sh $(CH)
+
+regrade:
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/regrade.sh $(if $(NAME),--names "$(NAME)") $(if $(REPORTS),--reports "$(REPORTS)") $(SUBMISSIONS)
+
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
-.PHONY: all deps test demo plots figures tables reference-charts cluster-up cluster-down assignment grade clean
+.PHONY: all deps test demo plots figures tables reference-charts cluster-up cluster-down assignment grade regrade answers clean
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_exercises.sh [ANSWERS]: checks the numeric answers to chapter 03's
-# exercises (README.md, "Exercises"). ANSWERS (default 03_ddp/answers.txt;
+# exercises (the five parts, README.md lists them). ANSWERS (default 03_ddp/answers.txt;
 # start from answers.sample) holds one "name = number" per line; # starts a
 # comment, a blank value is "not yet". Each answer is compared with the value
 # the suite's formulas give for the default model (common/MODEL.md), and the
@@ -21,7 +21,7 @@ program='BEGIN {
     C = 192; L = 4; H = 6; KV = 2; hd = 32; F = 512; V = 256
     S = 2 * C + 2 * C * H * hd + 2 * C * KV * hd + 3 * C * F
     P = V * C + L * S + C + C * V
-    # 1. parameters; bytes each rank sends per step (ring all-reduce), in MB (1e6)
+    # part 1 (part1_ddp.md), 1. parameters; bytes each rank sends per step (ring all-reduce), in MB (1e6)
     want("ex1_params", P, 0, "V C + L S + C + C V, S from MODEL.md")
     want("ex1_sent_mb_fp32_4_ranks", 2 * 3 / 4 * 4 * P / 1e6, 0.002, "2(N-1)/N x gradient bytes")
     want("ex1_sent_mb_bf16_8_ranks", 2 * 7 / 8 * 2 * P / 1e6, 0.002, "2(N-1)/N x gradient bytes, 2 bytes each")
@@ -47,7 +47,7 @@ program='BEGIN {
     want("ex6_one_bucket_ms", (14 * a + 1.75 * 4 * P / bw) * 1e3, 0.01, "2(N-1) alpha + 2(N-1)/N X / bw")
     want("ex6_last_bucket_ms", (14 * a + 1.75 * 4 * V * C / bw) * 1e3, 0.01,
          "only the last bucket (the embedding) is left after backward")
-    # DataParallel (03_ddp/dataparallel): 4 replicas, fp32, batch 16 x 128 tokens
+    # part 5, exercises 1-2: DataParallel (part5_dataparallel.md): 4 replicas, fp32, batch 16 x 128 tokens
     N = 4; T = 128; b = 16 / N
     want("dp_moved_mb_4_replicas", ((N - 1) * 4 * P + 2 * (N - 1) * b * T * V * 4 + (N - 1) * 4 * P) / 1e6, 0.002,
          "(N-1) x (weights out + one replica of logits in + their gradients out + its gradients in)")
@@ -56,18 +56,18 @@ program='BEGIN {
     # step(N) = 600 / N + 1.5 (N - 1) + 3.4 ms: the N where d step / dN = 0, and that step
     want("dp_best_replicas", sqrt(600 / 1.5), 0.001, "-600 / N^2 + 1.5 = 0")
     want("dp_best_step_ms", 600 / 20 + 1.5 * 19 + 3.4, 0.001, "step(N) at that N")
-    # 17-18. local SGD (README, "Local SGD and DiLoCo"): fp32 weights all-reduced every H steps
-    want("ex17_local_mb_per_step_4_ranks_h16", 2 * 3 / 4 * 4 * P / 16 / 1e6, 0.002, "2(N-1)/N x 4 P / H")
-    want("ex18_diloco_extra_mb", 8 * P / 1e6, 0.002, "the anchor w0 and the momentum u, 4 bytes each per parameter")
-    # The parameter server (README.md, "Asynchronous and stale-synchronous SGD")
+    # part 4, exercises 1-2: local SGD (part4_local_sgd.md, "Local SGD and DiLoCo"): fp32 weights all-reduced every H steps
+    want("local_mb_per_step_4_ranks_h16", 2 * 3 / 4 * 4 * P / 16 / 1e6, 0.002, "2(N-1)/N x 4 P / H")
+    want("local_diloco_extra_mb", 8 * P / 1e6, 0.002, "the anchor w0 and the momentum u, 4 bytes each per parameter")
+    # part 3, exercise 1: the parameter server (part3_paramserver.md)
     want("ex_ps_updates_async", 3 * 60, 0, "ASP: one update per pushed gradient, W x clocks")
     want("ex_ps_updates_ssp", 60, 0, "BSP and SSP: one update per clock, of its W gradients")
     want("ex_ps_server_mb_per_clock", 2 * 4 * 4 * P / 2 / 1e6, 0.002, "W pushes in + W pulls out of P / S fp32 each")
-    want("ex_ps_straggler_staleness", 9, 0.25, "measured (README): the median of its gradients while all three ran; (W - 1) F = 8 updates land while it computes one")
-    # 21. federated averaging (README, "Federated averaging"): K 100, C 0.1, 3 of the 10 selected dropped
-    want("ex21_fedavg_round_mb", 4 * P * (10 + 7) / 1e6, 0.002, "4 P (selected + finished): down to 10, up from 7")
-    want("ex21_ddp_step_mb_10_workers", 2 * 9 * 4 * P / 1e6, 0.002, "2 (m - 1) x 4 P, summed over m = 10 workers")
-    # Compressed gradients (README, "Compressed gradients"): the default model on 4 ranks (common/compress.h), MB (1e6) per rank per step
+    want("ex_ps_straggler_staleness", 9, 0.25, "measured (part3_paramserver.md): the median of its gradients while all three ran; (W - 1) F = 8 updates land while it computes one")
+    # part 4, exercise 5: federated averaging (part4_local_sgd.md): K 100, C 0.1, 3 of the 10 selected dropped
+    want("fedavg_round_mb", 4 * P * (10 + 7) / 1e6, 0.002, "4 P (selected + finished): down to 10, up from 7")
+    want("fedavg_ddp_step_mb_10_workers", 2 * 9 * 4 * P / 1e6, 0.002, "2 (m - 1) x 4 P, summed over m = 10 workers")
+    # part 2, exercise 1: compressed gradients (part2_compression.md): the default model on 4 ranks (common/compress.h), MB (1e6) per rank per step
     want("excomp_int8_sent_mb_4_ranks", 3 * (P + 4 * int((P + 255) / 256)) / 1e6, 0.002,
          "all-gather: (N-1) x (n + 4 ceil(n/256))")
     # PowerSGD per weight matrix: R (m + c) for each, the norm gains whole

@@ -83,24 +83,22 @@ static int order(pipe_kind_t kind, int P, int M, int V, int K, int s, comp_t *o)
     case PIPE_1F1B:
         n = order_1f1b(P, M, s, o);
         break;
-    case PIPE_INTERLEAVED: {  /* Narayanan et al. 2021, as Megatron-LM orders it: the k-th
-                                 forward runs micro-batch (k / PV) P + k % P through chunk
-                                 (k / P) % V; backwards go through the chunks in reverse.
-                                 In the steady state a forward and a backward form one
-                                 block, with one exchange of messages after both. */
+    case PIPE_INTERLEAVED: {  /* Narayanan et al. 2021, as Megatron-LM orders it: 1F1B over the
+                                 V M chunk micro-batches, warming up with 2 (P - s - 1) + (V - 1) P
+                                 forwards (the order of stage 0 of a pipeline of that many
+                                 stages plus one); the k-th forward runs micro-batch
+                                 (k / PV) P + k % P through chunk (k / P) % V, backwards go
+                                 through the chunks in reverse. In the steady state a forward
+                                 and a backward form one block, with one exchange of messages
+                                 after both. */
         int total = M * V, w = 2 * (P - s - 1) + (V - 1) * P;
-        if (w > total) w = total;
-#define FK(k) PUT(PA_FWD, ((k) / (P * V)) * P + (k) % P, ((k) / P) % V)
-#define BK(k) PUT(PA_BWD, ((k) / (P * V)) * P + (k) % P, V - 1 - ((k) / P) % V)
-        for (int k = 0; k < w; k++) FK(k);
-        for (int k = 0; k < total - w; k++) {
-            FK(w + k);
-            o[n - 1].block_end = 0;
-            BK(k);
+        n = order_1f1b(w + 1, total, 0, o);
+        for (int i = 0; i < n; i++) {
+            int k = o[i].mb, c = (k / P) % V;
+            o[i].mb = (k / (P * V)) * P + k % P;
+            o[i].chunk = o[i].op == PA_FWD ? c : V - 1 - c;
+            o[i].block_end = !(w < total && o[i].op == PA_FWD && i + 1 < n && o[i + 1].op == PA_BWD);
         }
-        for (int k = total - w; k < total; k++) BK(k);
-#undef FK
-#undef BK
         break;
     }
     case PIPE_ZBH1: {         /* ZB-H1 (Qi et al. 2023): 1F1B's order of F and B, with B
@@ -110,18 +108,17 @@ static int order(pipe_kind_t kind, int P, int M, int V, int K, int s, comp_t *o)
                                  sooner; each B of the cooldown is followed
                                  by a W, which fills the wait for the next gradient, and
                                  the waiting W's close the step. */
-        int w = P - s - 1 < M ? P - s - 1 : M, d = s, wn = 0;
-        for (int i = 0; i < w; i++) PUT(PA_FWD, i, 0);
-        for (int k = 0; k < M - w; k++) {
-            PUT(PA_FWD, w + k, 0);
-            PUT(PA_BWD, k, 0);
-            if (k + 1 - wn > d) PUT(PA_W, wn++, 0);
-        }
-        for (int i = M - w; i < M; i++) {
-            PUT(PA_BWD, i, 0);
-            PUT(PA_W, wn++, 0);
+        comp_t *f = xmalloc(sizeof *f * 2 * (size_t)M);
+        int nf = order_1f1b(P, M, s, f), d = s, wn = 0, k = 0;
+        int steady = P - s - 1 < M ? M - (P - s - 1) : 0;   /* the backwards paired with a forward */
+        for (int i = 0; i < nf; i++) {
+            PUT(f[i].op, f[i].mb, 0);
+            if (f[i].op != PA_BWD) continue;
+            if (k >= steady || k + 1 - wn > d) PUT(PA_W, wn++, 0);
+            k++;
         }
         while (wn < M) PUT(PA_W, wn++, 0);
+        free(f);
         break;
     }
     case PIPE_TERAPIPE:       /* GPipe over units u = mb K + k (Li et al. 2021); a micro-batch's

@@ -15,9 +15,13 @@
 #   scripts/assignment.sh [--dir DIR] [--with-build] NAME...
 #   make assignment NAME="01-tiled 02-ring" [DIR=...]
 #
-# --with-build also copies build/ (without the CUDA emulator's objects) and
-# the programs the assignments' graders need, with their times, so the copy
-# recompiles only the stripped files; the tests use it.
+# The copy leaves out what stays with the instructor: tests/heldout.tests,
+# the heldout lines of tests/assignments.list, every chapter's answers.md,
+# tests/answers.tests and scripts/answers.sh.
+#
+# --with-build (make assignment WITH_BUILD=1) also copies build/ (without
+# the CUDA emulator's objects) and the programs the assignments' graders
+# need, with their times, so the copy recompiles only the stripped files.
 set -euo pipefail
 REG=tests/assignments.list
 
@@ -83,8 +87,13 @@ for n in "${names[@]}"; do
     grep -q -F "/* ASSIGNMENT $n:" $marked || err "no marked region for assignment '$n' in the sources"
 done
 
+# What stays with the instructor: the held-out tests and their groups, the
+# chapters' worked answers (NN_*/answers.md), the tests that hold the right
+# answers to the exercises and the script that prints them.
+files=$(printf '%s\n' "$files" | grep -v -x -E 'tests/(heldout|answers)\.tests|scripts/answers\.sh|[0-9][0-9]_[a-z_]+/answers\.md')
 mkdir -p "$dir" && printf '%s\n' "$files" | xargs -d '\n' cp -p --parents -t "$dir" -- ||
     err "cannot write the copy in $dir"
+awk '$1 != "heldout"' $REG > "$dir/$REG" && touch -r $REG "$dir/$REG"
 # strip FILE OUT REMOVED: the selected regions of FILE replaced by their stubs
 strip='
     BEGIN { split(sel, s, " "); for (i in s) want[s[i]] = 1 }

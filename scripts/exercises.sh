@@ -4,6 +4,7 @@
 #   check PROGRAM [AWK OPTIONS...]
 # which grades the answers file with scripts/check_answers.awk and the
 # chapter's PROGRAM (a BEGIN that calls want() for every answer, an END).
+# ANSWERS_TABLE=1 (scripts/answers.sh) prints the expected values instead.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -15,5 +16,5 @@ fi
 check() {
     local program=$1
     shift
-    awk "$@" -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
+    awk -v table="${ANSWERS_TABLE:-0}" "$@" -f "$root/scripts/check_answers.awk" -f <(printf '%s\n' "$program") "$answers"
 }

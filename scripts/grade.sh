@@ -3,6 +3,9 @@
 # need, runs their test groups (tests/assignments.list) through tests/run.sh
 # in one go, and prints per group "k/n tests passed, p of P points" and the
 # total. A group's points count only when every one of its tests passes.
+# It grades this tree as it is (a student's own check); an instructor grades
+# submissions with scripts/regrade.sh, which runs this in a clean copy of
+# the suite, held-out groups included.
 #
 #   scripts/grade.sh NAME...          make grade NAME="01-tiled 02-ring"
 #
@@ -24,8 +27,10 @@ done
 sel=" $* "
 targets=$(awk -v sel="$sel" '$1 == "build" && index(sel, " " $2 " ") { $1 = $2 = ""; print }' $REG)
 # name<TAB>points<TAB>regex<TAB>description, one line per group
-groups=$(awk -v sel="$sel" '$1 == "group" && index(sel, " " $2 " ") {
-    d = $0; sub(/^group +[^ ]+ +[^ ]+ +[^ ]+ +/, "", d); printf "%s\t%s\t%s\t%s\n", $2, $3, $4, d }' $REG)
+# (a held-out group, in the instructor's suite only, is marked so)
+groups=$(awk -v sel="$sel" '($1 == "group" || $1 == "heldout") && index(sel, " " $2 " ") {
+    d = $0; sub(/^[a-z]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", d); if ($1 == "heldout") d = "(held out) " d
+    printf "%s\t%s\t%s\t%s\n", $2, $3, $4, d }' $REG)
 # A file copied in with its old time (cp -p, an archive) looks older than the
 # stub's objects, and make would keep them: every file holding a graded region
 # whose content is not what the last grade built is touched first.
@@ -36,7 +41,7 @@ for f in $marked; do
     grep -qxF "$f $(cksum < "$f")" "$sums" 2>/dev/null || touch "$f"
 done
 # shellcheck disable=SC2086
-make -s --no-print-directory -j2 SANITIZE="${SANITIZE:-0}" $targets || { echo "error: the build failed, nothing graded" >&2; exit 1; }
+make -s --no-print-directory -j"$(nproc)" SANITIZE="${SANITIZE:-0}" $targets || { echo "error: the build failed, nothing graded" >&2; exit 1; }
 mkdir -p build
 { grep -vF -f <(printf '%s \n' $marked) "$sums" 2>/dev/null
   for f in $marked; do echo "$f $(cksum < "$f")"; done; } > "$sums.new" && mv "$sums.new" "$sums"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The READMEs' tables of measured numbers, generated from the data committed
 # beside the figures, so that a table and its chart always come from one run.
-# A generated table sits between two comments in a chapter's README.md:
+# A generated table sits between two comments in a chapter's README.md (or
+# another of its pages, such as 03_ddp/part4_local_sgd.md):
 #   <!-- table: NAME -->
 #   ...
 #   <!-- end table -->
@@ -18,10 +19,10 @@ check=0
 tmp=$(mktemp -d /tmp/tables.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 status=0 count=0
-for readme in [0-9][0-9]_*/README.md; do
+for readme in [0-9][0-9]_*/*.md; do
     grep -q '^<!-- table: ' "$readme" || continue
-    chapter=${readme%/README.md}
-    out=$tmp/$(basename "$chapter").md
+    chapter=${readme%/*}
+    out=$tmp/$(basename "$chapter")_$(basename "$readme")
     : > "$out"
     inside=
     while IFS= read -r line; do

@@ -43,6 +43,38 @@ TEST(schedule_every_kind_passes_the_checker_up_to_8_stages_16_micro_batches_4_ch
     EXPECT(n > 400);
 }
 
+/* 1F1B's computes on each stage, whatever its warm-up: every micro-batch's
+ * forward once and its backward once, forwards and backwards each in
+ * micro-batch order, a backward after its forward, and after the first
+ * backward no two forwards in a row (one forward, one backward). The
+ * checker asks more (the warm-up's length, through the activations in
+ * flight; the messages); this part holds for a list that gets those wrong. */
+TEST(schedule_1f1b_computes_every_micro_batch_in_order_one_forward_one_backward) {
+    for (int P = 1; P <= 8; P++)
+        for (int M = 1; M <= 16; M++) {
+            pipe_schedule_t s;
+            pipe_schedule_build(&s, PIPE_1F1B, P, M, 1);
+            for (int st = 0; st < P; st++) {
+                int nf = 0, nb = 0, run = 0;
+                for (int i = 0; i < s.n[st]; i++) {
+                    const pipe_action_t *a = &s.a[st][i];
+                    if (a->op == PA_FWD) {
+                        if (a->mb != nf) UNIT_FAIL("P %d M %d stage %d: forward of micro-batch %d where %d is next", P, M, st, a->mb, nf);
+                        nf++;
+                        if (nb > 0 && nb < M && ++run > 1) UNIT_FAIL("P %d M %d stage %d: two forwards in a row after the first backward", P, M, st);
+                    } else if (a->op == PA_BWD) {
+                        if (a->mb != nb) UNIT_FAIL("P %d M %d stage %d: backward of micro-batch %d where %d is next", P, M, st, a->mb, nb);
+                        if (a->mb >= nf) UNIT_FAIL("P %d M %d stage %d: backward of micro-batch %d before its forward", P, M, st, a->mb);
+                        nb++;
+                        run = 0;
+                    }
+                }
+                if (nf != M || nb != M) UNIT_FAIL("P %d M %d stage %d: %d forwards and %d backwards, want %d each", P, M, st, nf, nb, M);
+            }
+            pipe_schedule_free(&s);
+        }
+}
+
 /* Equal forward times f and backward times b on every stage, messages free:
  * the replay's bubble is the formula, for b = f and b = 2 f. */
 static void replay_one(pipe_schedule_t *s, void *ctx) {
