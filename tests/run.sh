@@ -11,9 +11,6 @@
 #                                  one test per name that `BIN --list` prints,
 #                                  reported as printf FORMAT NAME (default %s),
 #                                  run with those variables set
-#   alone                          the list's tests after this line run with
-#                                  no other test beside them (they build or
-#                                  grade in this tree)
 #   in_order                       the list's tests after this line run one
 #                                  after another, in list order (they share
 #                                  what the first sets up), beside others
@@ -78,13 +75,13 @@ export TEST_CACHE="$work/cache"   # tests/reference_run.sh: 1-rank references ru
 
 # ---- reading the lists -------------------------------------------------------
 # One entry per test: its mode (pass, fail, or unit: a binary's tests in one
-# process), name, limit, NP, whether it runs alone, and its command line.
-MODE=(); NAME=(); SECS=(); NP=(); ALONE=(); CHAIN=(); CMD=(); UNITS=()
-alone_now=0; chain_now=0; chains=0
+# process), name, limit, NP, its in_order chain (0: none), and its command line.
+MODE=(); NAME=(); SECS=(); NP=(); CHAIN=(); CMD=(); UNITS=()
+chain_now=0; chains=0
 selected() { [ -z "$filter" ] || [[ "$1" =~ $filter ]]; }
 add() {  # MODE NAME SECONDS NP CMD...
     local mode=$1 name=$2 secs=$3 np=$4; shift 4
-    MODE+=("$mode"); NAME+=("$name"); NP+=("$np"); ALONE+=("$alone_now"); CHAIN+=("$chain_now")
+    MODE+=("$mode"); NAME+=("$name"); NP+=("$np"); CHAIN+=("$chain_now")
     if [ "$scale" = 1 ]; then SECS+=("$secs")
     else SECS+=("$(awk -v s="$secs" -v k="$scale" 'BEGIN { printf "%d", s * k + 0.999 }')"); fi
     local seed=""; [ -n "${EMU_SEED+x}" ] && seed="EMU_SEED=$EMU_SEED"
@@ -92,7 +89,6 @@ add() {  # MODE NAME SECONDS NP CMD...
 }
 t()     { selected "$1" && add pass "$@"; return 0; }
 tfail() { selected "$1" && add fail "$@"; return 0; }
-alone() { alone_now=1; }
 in_order() { chains=$((chains + 1)); chain_now=$chains; }
 unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
     local bin=$1 secs=$2 np=$3 fmt=${4:-%s} names n picked=()
@@ -108,7 +104,7 @@ unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
 }
 for f in tests/*.tests; do
     [ -e "$f" ] || continue
-    alone_now=0; chain_now=0
+    chain_now=0
     # shellcheck source=/dev/null
     source "$f"
 done
@@ -215,10 +211,6 @@ reap() {  # wait until a running job ends, report every one that has
 }
 n=${#MODE[@]}
 for ((i = 0; i < n; i++)); do
-    if [ "${ALONE[$i]}" = 1 ]; then
-        while [ ${#running[@]} -gt 0 ]; do reap; done
-        run_test "$i"; report "$i"; continue
-    fi
     job=$i; w=$(weight "$i")
     while [ "${CHAIN[$i]}" != 0 ] && [ $((i + 1)) -lt "$n" ] && [ "${CHAIN[$((i + 1))]}" = "${CHAIN[$i]}" ]; do
         i=$((i + 1)); job="$job $i"
