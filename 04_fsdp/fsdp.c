@@ -585,6 +585,14 @@ grad_strategy_t fsdp_strategy(fsdp_t *f) {
                              .backward_end = backward_end, .step_end = step_end, .exposed = exposed};
 }
 
+train_step_fn fsdp_compose(fsdp_t *f, runner_t *run, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o) {
+    fsdp_init(f, tr, shard, rep, o);
+    if (o->zero == 0) train_optimizer(tr, NULL, 0, 0);
+    else train_optimizer(tr, f->pieces, f->n_units, f->S);
+    runner_init(run, NULL, tr, fsdp_strategy(f), 0, 0);
+    return runner_step;
+}
+
 /* ---- the report ----------------------------------------------------------------------------- */
 void fsdp_report(fsdp_t *f, double *mem_measured, double *mem_predicted, double *sent_measured,
                  double *sent_predicted) {

@@ -72,6 +72,7 @@
 
 #include "comm.h"
 #include "grad_sync.h"
+#include "runner.h"
 #include "train.h"
 
 #ifdef __cplusplus
@@ -169,6 +170,10 @@ void fsdp_free(fsdp_t *f);
  * runner_init(&r, schedule, tr, fsdp_strategy(f), ...); any schedule, the
  * one-stage list or a pipeline's. */
 grad_strategy_t fsdp_strategy(fsdp_t *f);
+/* A ZeRO data-parallel trainer's whole set-up (04_fsdp, 05_hsdp): fsdp_init,
+ * the optimizer over this rank's pieces (--zero 0: the whole array), and the
+ * one-stage runner with fsdp_strategy. Returns its step, runner_step on run. */
+train_step_fn fsdp_compose(fsdp_t *f, runner_t *run, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o);
 
 /* What this configuration holds and sends, from its formulas. */
 void fsdp_mem_predict(const fsdp_t *f, fsdp_mem_t *mem);
