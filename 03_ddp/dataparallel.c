@@ -258,64 +258,84 @@ static void dp_note(train_t *tr, void *ctx) {
     say(" | device 0 serial %.1f ms", serial_ms(dp->t));
 }
 
-int main(int argc, char **argv) {
-    dp_t dp = {0};
-    int replicas = 2;
-    arg_t flags[] = {
-        {"replicas", ARG_INT, &replicas, "replicas (threads; on GPUs GPU r % gpus each) that one process drives", NULL, 1, 64},
-        {"bench-csv", ARG_STRING, &dp.bench_csv, "append one summary row (mean time of each phase) to this CSV", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "03_ddp", "03_ddp/dataparallel", "single-process data parallel (PyTorch's DataParallel)",
-        "Data parallelism in one process, as PyTorch's nn.DataParallel: each step\n"
-        "device 0 copies the weights to every replica, scatters the batch, gathers\n"
-        "the logits, computes the loss and scatters its gradient back, and sums the\n"
-        "replicas' gradients before stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
-        flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    train_init(&tr, &argc, &argv, &prog);
-    if (tr.dist.world > 1) usage_error("dataparallel is one process driving --replicas devices: run it without mpirun -np %d", tr.dist.world);
-    if (tr.o.micro != 1) usage_error("dataparallel takes --micro 1 (it has no gradient accumulation), not %d", tr.o.micro);
-    if (tr.o.batch % replicas)
-        usage_error("--batch %d does not split into %d replicas", tr.o.batch, replicas);
-    if (tr.o.c.threads == 0) {
+typedef struct {
+    dp_t dp;
+    int replicas;
+    double device0_mb;        /* device 0's bytes per step */
+} dp_prog_t;
+
+static dp_prog_t prog = {.replicas = 2};
+
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    dp_prog_t *p = ctx;
+    (void)tp, (void)cp, (void)pp;
+    if (tr->dist.world > 1) usage_error("dataparallel is one process driving --replicas devices: run it without mpirun -np %d", tr->dist.world);
+    if (tr->o.micro != 1) usage_error("dataparallel takes --micro 1 (it has no gradient accumulation), not %d", tr->o.micro);
+    if (tr->o.batch % p->replicas)
+        usage_error("--batch %d does not split into %d replicas", tr->o.batch, p->replicas);
+    if (tr->o.c.threads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        tr.o.c.threads = cores / replicas > 1 ? (int)(cores / replicas) : 1;
+        tr->o.c.threads = cores / p->replicas > 1 ? (int)(cores / p->replicas) : 1;
     }
-    args_check_output(MPI_COMM_WORLD, "bench-csv", dp.bench_csv, BENCH_HEADER);
-    train_setup(&tr, 1, 1, 1);
-    tr.mb = tr.o.batch / replicas;   /* replica 0's share: tr.model holds one replica */
-    train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    dp_init(&dp, &tr, replicas);
-    tr.peak *= replicas;   /* MFU against every replica's threads, as DDP's N ranks */
-    csv_set_threads(replicas * tr.dev.threads);   /* one rank: every replica's threads */
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p->dp.bench_csv, BENCH_HEADER);
+}
+
+/* One model per replica, driven by this process's threads. */
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    dp_prog_t *p = ctx;
+    dp_t *dp = &p->dp;
+    int replicas = p->replicas;
+    tr->mb = tr->o.batch / replicas;   /* replica 0's share: tr->model holds one replica */
+    train_model(tr, MODEL_PARAMS_AND_GRADS);
+    dp_init(dp, tr, replicas);
+    tr->peak *= replicas;   /* MFU against every replica's threads, as DDP's N ranks */
+    csv_set_threads(replicas * tr->dev.threads);   /* one rank: every replica's threads */
     /* device 0's bytes per step: weights out, logits in, dlogits out, gradients in */
-    double w_mb = (replicas - 1) * tr.model.size * dtype_size(tr.dtype) / 1e6;
-    double l_mb = (replicas - 1) * (double)dp.b * tr.o.seq * tr.cfg.vocab * dtype_size(tr.dtype) / 1e6;
-    double g_mb = (replicas - 1) * tr.model.size * 4.0 / 1e6, device0_mb = w_mb + 2 * l_mb + g_mb;
+    double w_mb = (replicas - 1) * tr->model.size * dtype_size(tr->dtype) / 1e6;
+    double l_mb = (replicas - 1) * (double)dp->b * tr->o.seq * tr->cfg.vocab * dtype_size(tr->dtype) / 1e6;
+    double g_mb = (replicas - 1) * tr->model.size * 4.0 / 1e6;
+    p->device0_mb = w_mb + 2 * l_mb + g_mb;
     say("dataparallel: %d replica%s x %d sequences, %d thread%s each; device 0 moves %.2f MB of weights, "
         "%.2f MB of logits, %.2f MB of logit gradients and %.2f MB of gradients per step (%.2f MB); MFU against "
-        "%d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp.b, tr.dev.threads,
-        tr.dev.threads == 1 ? "" : "s", w_mb, l_mb, l_mb, g_mb, device0_mb, replicas);
-    tr.step_note = dp_note;
-    tr.step_note_ctx = &dp;
-    train_optimizer(&tr, NULL, 0, 0);
-    train_run(&tr, dp_step, &dp);
-
-    if (tr.timed > 0) {
-        double k = 1.0 / tr.timed, ms = tr.sum_ms * k, opt = tr.sum_opt * k;
-        double serial = serial_ms(dp.sum) * k;
-        say("dataparallel: per step %.2f ms:", ms);
-        for (int p = 0; p < PHASES; p++) say(" %s %.2f", phase_name[p], dp.sum[p] * k);
-        say(", optimizer %.2f; device 0 serial %.2f ms = %.1f%% of the step\n", opt, serial, 100 * serial / ms);
-        if (dp.bench_csv)
-            csv_append_row(dp.bench_csv, BENCH_HEADER, "%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%ld,%.1f,%d,%.4f",
-                           replicas, ms, dp.sum[FORWARD] * k, dp.sum[BACKWARD] * k, dp.sum[REPLICATE] * k,
-                           dp.sum[GATHER] * k, dp.sum[SCATTER] * k, dp.sum[REDUCE] * k, serial, opt,
-                           tr.global_tokens, tr.global_tokens / (ms / 1e3), tr.dev.threads, device0_mb);
-    }
-    dp_free(&dp);
-    train_finish(&tr);
-    return 0;
+        "%d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp->b, tr->dev.threads,
+        tr->dev.threads == 1 ? "" : "s", w_mb, l_mb, l_mb, g_mb, p->device0_mb, replicas);
+    tr->step_note = dp_note;
+    tr->step_note_ctx = dp;
+    train_optimizer(tr, NULL, 0, 0);
+    *step_ctx = dp;
+    return dp_step;
 }
+
+static void report(train_t *tr, void *ctx) {
+    dp_prog_t *p = ctx;
+    dp_t *dp = &p->dp;
+    if (tr->timed > 0) {
+        double k = 1.0 / tr->timed, ms = tr->sum_ms * k, opt = tr->sum_opt * k;
+        double serial = serial_ms(dp->sum) * k;
+        say("dataparallel: per step %.2f ms:", ms);
+        for (int ph = 0; ph < PHASES; ph++) say(" %s %.2f", phase_name[ph], dp->sum[ph] * k);
+        say(", optimizer %.2f; device 0 serial %.2f ms = %.1f%% of the step\n", opt, serial, 100 * serial / ms);
+        if (dp->bench_csv)
+            csv_append_row(dp->bench_csv, BENCH_HEADER, "%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%ld,%.1f,%d,%.4f",
+                           p->replicas, ms, dp->sum[FORWARD] * k, dp->sum[BACKWARD] * k, dp->sum[REPLICATE] * k,
+                           dp->sum[GATHER] * k, dp->sum[SCATTER] * k, dp->sum[REDUCE] * k, serial, opt,
+                           tr->global_tokens, tr->global_tokens / (ms / 1e3), tr->dev.threads, p->device0_mb);
+    }
+    dp_free(dp);
+}
+
+static arg_t flags[] = {
+    {"replicas", ARG_INT, &prog.replicas, "replicas (threads; on GPUs GPU r % gpus each) that one process drives", NULL, 1, 64},
+    {"bench-csv", ARG_STRING, &prog.dp.bench_csv, "append one summary row (mean time of each phase) to this CSV", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"03_ddp", "03_ddp/dataparallel", "single-process data parallel (PyTorch's DataParallel)",
+     "Data parallelism in one process, as PyTorch's nn.DataParallel: each step\n"
+     "device 0 copies the weights to every replica, scatters the batch, gathers\n"
+     "the logits, computes the loss and scatters its gradient back, and sums the\n"
+     "replicas' gradients before stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
+     flags, ARRAY_LEN(flags), NULL, 0},
+    &prog, NULL, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

@@ -171,13 +171,23 @@ int main(int argc, char **argv) {
         {"clients-csv", ARG_STRING, &f.clients_csv, "write each selected client of each round: the rank that ran it (-1: dropped), samples n_k, speed s_k, simulated seconds E n_k / s_k", NULL, 0, 0},
         {"fed-csv", ARG_STRING, &f.fed_csv, "append one row per round (selected, dropped, losses, bytes) to this CSV", NULL, 0, 0},
     };
+    static const train_refusal_t refused[] = {
+        {"data", "it splits the synthetic corpus by class"},
+        {"ckpt-dir", "its rounds save no checkpoints"},
+        {"ckpt-every", "its rounds save no checkpoints"},
+        {"ckpt-keep", "its rounds save no checkpoints"},
+        {"resume", "its rounds save no checkpoints"},
+        {"csv", "it writes its rows with --fed-csv"},
+        {"dump", "a round averages weights: there is no step-1 gradient of a global batch to dump"},
+        {"trace", "a round averages weights: there is no step loop to trace"},
+    };
     train_program_t prog = {
         "03_ddp", "03_ddp/fedavg", "federated averaging",
         "Federated averaging of the Llama-style model: simulated clients with\n"
         "non-IID shards of the synthetic corpus, a fraction of them per round\n"
         "(--steps rounds), local SGD epochs under a deadline that drops the\n"
         "stragglers, and the server's average weighted by sample counts.\n"
-        "--batch is a client's local batch.", flags, ARRAY_LEN(flags)};
+        "--batch is a client's local batch.", flags, ARRAY_LEN(flags), refused, ARRAY_LEN(refused)};
     train_t tr;
     train_defaults(&tr);
     tr.o.optim = "sgd";
@@ -188,11 +198,6 @@ int main(int argc, char **argv) {
     tr.batch_per_rank = 1;
     train_init(&tr, &argc, &argv, &prog);
     if (strcmp(tr.o.optim, "sgd")) usage_error("fedavg's clients step with plain SGD (--optim sgd)");
-    if (tr.o.data) usage_error("fedavg splits the synthetic corpus by class: no --data");
-    if (tr.o.ckpt_dir) usage_error("fedavg takes no --ckpt-dir");
-    if (tr.o.c.csv) usage_error("fedavg writes its rows with --fed-csv, not --csv");
-    /* a round averages weights: there is no step-1 gradient of a global batch to dump, and no step loop to trace */
-    if (tr.o.dump || tr.o.trace) usage_error("fedavg takes no --dump or --trace");
     if ((long)f.clients * f.per_client > INT_MAX)
         usage_error("--clients %d x --client-samples %d is more than %d samples", f.clients, f.per_client, INT_MAX);
     args_check_output(MPI_COMM_WORLD, "fed-csv", f.fed_csv, FED_HEADER);

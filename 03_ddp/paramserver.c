@@ -65,13 +65,6 @@ typedef struct {
 
 static size_t shard_lo(const ps_t *p, int s) { return p->N * (size_t)s / (size_t)p->servers; }
 
-/* Waits without spinning: polls, and sleeps 20 us in between, so that a
- * waiting rank leaves its core to the ranks that compute. */
-static void nap(void) {
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
-}
-
 /* A worker's wait for its pull or push; the watchdog (--timeout-s) ends the
  * job if a server never answers. */
 static void wait_all(int n, MPI_Request *r, const char *what) {
@@ -80,7 +73,7 @@ static void wait_all(int n, MPI_Request *r, const char *what) {
     for (;;) {
         MPI_CHECK(MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE));
         if (done) break;
-        nap();
+        comm_nap();
     }
     watch_end();
 }
@@ -283,7 +276,7 @@ static void server(ps_t *p, ps_server_t *sv) {
         MPI_Status stat;
         MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &stat));
         if (!flag) {
-            nap();
+            comm_nap();
             continue;
         }
         watch_tick();
@@ -393,11 +386,23 @@ int main(int argc, char **argv) {
          "clocks ahead)", NULL, 0, 0},
         {"straggler", ARG_STRING, &p.straggler, "RANK:FACTOR: worker RANK's clocks (pull, compute, push) take FACTOR times as long", NULL, 0, 0},
     };
+    /* the servers' updates run their own loop: no step of the shared loop to
+     * checkpoint, dump or trace */
+    static const train_refusal_t refused[] = {
+        {"ckpt-dir", "the servers save no checkpoints"},
+        {"ckpt-every", "the servers save no checkpoints"},
+        {"ckpt-keep", "the servers save no checkpoints"},
+        {"resume", "the servers save no checkpoints"},
+        {"dump", "there is no step-1 gradient of a global batch: each worker pushes its own"},
+        {"trace", "its clocks are no steps of the shared loop"},
+    };
     train_program_t prog = {
         "03_ddp", "03_ddp/paramserver", "data parallel through a parameter server",
         "Data-parallel SGD through sharded parameter servers: bulk-synchronous,\n"
         "asynchronous or stale-synchronous updates, the staleness of every\n"
-        "gradient, and an optional straggler. --csv: one row per update.", flags, ARRAY_LEN(flags)};
+        "gradient, and an optional straggler. --csv: one row per update. --batch is\n"
+        "each clock's global batch, split over the W workers only (the servers take\n"
+        "no share).", flags, ARRAY_LEN(flags), refused, ARRAY_LEN(refused)};
     train_t tr;
     train_defaults(&tr);
     train_init(&tr, &argc, &argv, &prog);
@@ -411,8 +416,6 @@ int main(int argc, char **argv) {
     if (tr.o.batch % (W * tr.o.micro))
         usage_error("--batch %d must be divisible by the %d workers x --micro %d (a worker's share)",
                     tr.o.batch, W, tr.o.micro);
-    if (tr.o.ckpt_dir || tr.o.resume || tr.o.dump || tr.o.trace)
-        usage_error("--ckpt-dir, --resume, --dump and --trace are not offered by the parameter server");
     p.workers = W;
     p.csv = tr.o.c.csv;   /* the rows here are updates, not the trainers' steps */
     tr.o.c.csv = NULL;

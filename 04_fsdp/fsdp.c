@@ -90,12 +90,11 @@ void fsdp_bytes_predict(const fsdp_t *f, fsdp_bytes_t *b) {
     memset(b, 0, sizeof *b);
     double N = f->N, R = f->R, w = (double)es(f), m = f->micro, S = (double)f->S, P = 0;
     for (int u = 0; u < f->n_units; u++) P += (double)f->count[u];
-    if (f->o.zero == 0) {
+    if (!f->z.shard_optim) {
         b->shard[COLL_ALLREDUCE] = N > 1 ? 2 * (N - 1) / N * P * w : 0;
     } else if (N > 1) {
-        int z = f->o.zero;
-        b->shard[COLL_REDUCE_SCATTER] = (z == 1 ? 1 : m) * (N - 1) * S * w;
-        if (z <= 2) {
+        b->shard[COLL_REDUCE_SCATTER] = (f->z.whole_grads ? 1 : m) * (N - 1) * S * w;
+        if (!f->z.gather_weights) {
             b->shard[COLL_ALLGATHER] = (N - 1) * S * w;
         } else if (f->keep_gathered) {   /* once per step, kept across the micro-batches */
             b->shard[COLL_ALLGATHER] = (N - 1) * S * w;
@@ -104,7 +103,7 @@ void fsdp_bytes_predict(const fsdp_t *f, fsdp_bytes_t *b) {
             b->shard[COLL_ALLGATHER] = m * (N - 1) * (S + back) * w;
         }
     }
-    if (f->o.zero > 0 && R > 1) b->replicate[COLL_ALLREDUCE] = 2 * (R - 1) / R * S * w;
+    if (f->z.shard_optim && R > 1) b->replicate[COLL_ALLREDUCE] = 2 * (R - 1) / R * S * w;
 }
 
 /* ---- ZeRO-3: gathered weights ---------------------------------------------------- */
@@ -255,7 +254,7 @@ static void rep_progress(fsdp_t *f) {
 /* grad_sync: unit u's reduce-scatter is done and added into the shard. */
 static void on_reduced(void *ctx, int u) {
     fsdp_t *f = ctx;
-    if (f->o.zero >= 2)
+    if (f->z.shard_grads)
         for (int s = 0; s < f->ngslots; s++)
             if (f->gslot_unit[s] == u) {
                 f->gslot_unit[s] = -1;
@@ -269,9 +268,9 @@ static void before_unit(void *ctx, model_t *m, int u, model_pass_t pass) {
     fsdp_t *f = ctx;
     int code = u * 3 + (int)pass;
     if (!f->recorded) record(f, code);
-    if (pass == PASS_BACKWARD && f->o.zero >= 2 && f->N > 1) give_grad_buffer(f, u);
+    if (pass == PASS_BACKWARD && f->z.shard_grads && f->N > 1) give_grad_buffer(f, u);
     double t0 = now_s();
-    if (f->o.zero == 3) {
+    if (f->z.gather_weights) {
         if (f->g[u].state == EMPTY) gather_start(f, u);
         if (f->g[u].state == INFLIGHT) gather_finish(f, u);
         m->unit_w[u] = f->wslot[f->g[u].slot];
@@ -285,14 +284,14 @@ static void after_unit(void *ctx, model_t *m, int u, model_pass_t pass) {
     fsdp_t *f = ctx;
     (void)m;
     double t0 = now_s();
-    if (f->o.zero == 3) {
+    if (f->z.gather_weights) {
         /* the last unit of forward runs backward next: it keeps its weights */
         int keep = pass == PASS_RECOMPUTE ||
                    (pass == PASS_FORWARD && (!f->reshard || f->keep_gathered || u == f->n_units - 1)) ||
                    (pass == PASS_BACKWARD && f->keep_gathered && !f->last_micro);
         if (!keep) release_weights(f, u);
     }
-    if (pass == PASS_BACKWARD && f->o.zero > 0) {
+    if (pass == PASS_BACKWARD && f->z.shard_optim) {
         if (f->N == 1 && f->R > 1 && f->last_micro) rep_start(f, u);   /* nothing to reduce-scatter */
         if (f->o.no_overlap) {
             if (f->R > 1 && f->rep_req[u].active) rep_finish(f, u);
@@ -349,7 +348,7 @@ static void note_bytes(train_t *tr, void *ctx) {
     double total = step_bytes(f);
     const double *s = f->step_bytes.shard;
     printf(" | sent %.2f MB", total / 1e6);
-    if (f->o.zero == 0) return;
+    if (!f->z.shard_optim) return;
     printf(" (gather %.2f, reduce-scatter %.2f", s[COLL_ALLGATHER] / 1e6, s[COLL_REDUCE_SCATTER] / 1e6);
     if (f->R > 1) printf(", across groups %.2f", f->step_bytes.replicate[COLL_ALLREDUCE] / 1e6);
     printf(")");
@@ -401,9 +400,19 @@ static void check_memory_limit(fsdp_t *f) {
     usage_error_any(why);
 }
 
-void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o) {
+fsdp_policy_t fsdp_policy(int zero) {
+    return (fsdp_policy_t){.shard_optim = zero >= 1, .shard_grads = zero >= 2, .whole_grads = zero == 1,
+                           .gather_weights = zero == 3,
+                           .with_params = zero == 0 ? MODEL_PARAMS_AND_GRADS
+                                        : zero <= 2 ? MODEL_PARAMS_ONLY : MODEL_NO_PARAMS};
+}
+
+/* The options checked, the units and this rank's pieces planned, and the
+ * memory limit checked against the plan (collective). */
+static void fsdp_plan(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o) {
     memset(f, 0, sizeof *f);
     f->o = *o;
+    f->z = fsdp_policy(o->zero);
     f->tr = tr;
     f->d = &tr->dev;
     f->wt = tr->dtype;
@@ -415,16 +424,22 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
     f->reshard = strcmp(o->reshard, "on") == 0;
     f->keep_gathered = strcmp(o->reshard_backward, "off") == 0;
     f->stages = tr->mesh.size[AXIS_PP];
-    if (rep && o->zero == 0) usage_error("hybrid sharding needs --zero 1, 2 or 3");
-    if (f->keep_gathered && o->zero < 3)
+    if (rep && !f->z.shard_optim) usage_error("hybrid sharding needs --zero 1, 2 or 3");
+    if (f->keep_gathered && !f->z.gather_weights)
         usage_error("--reshard-after-backward off keeps ZeRO-3's gathered weights; ZeRO-%d gathers none "
                     "(every rank holds the whole weights): drop it or use --zero 3", o->zero);
-    if (o->zero == 3 && o->prefetch > tr->cfg.layers)
+    if (f->z.gather_weights && o->prefetch > tr->cfg.layers)
         usage_error("--prefetch %d is deeper than the model's %d layers", o->prefetch, tr->cfg.layers);
     plan_units(f, tr);
     check_memory_limit(f);
+}
 
-    train_model(tr, o->zero == 0 ? MODEL_PARAMS_AND_GRADS : o->zero <= 2 ? MODEL_PARAMS_ONLY : MODEL_NO_PARAMS);
+/* The model with the arrays the stage keeps, the shard, the gradient and
+ * weight buffers, and the gradient synchronisation (DDP: grad_sync's
+ * all-reduce; ZeRO: its reduce-scatter into the shard). */
+static void fsdp_allocate(fsdp_t *f, train_t *tr) {
+    const fsdp_opts_t *o = &f->o;
+    train_model(tr, f->z.with_params);
     model_t *m = f->m = &tr->model;
     if (m->n_units != f->n_units) die("fsdp: the model has %d units, the plan %d", m->n_units, f->n_units);
     for (int u = 0; u < f->n_units; u++)
@@ -432,19 +447,13 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
                                                   m->units[u].count, f->count[u]);
     for (int i = 0; i < 4; i++) f->gather_track[i] = -1;
     f->rep_track = -1;
-
-    if (o->zero == 0) {   /* plain DDP, the baseline: common/grad_sync's all-reduce */
-        grad_sync_init_allreduce(&f->gs, shard, m, f->wt, (size_t)(tr->o.bucket_mb * 1048576.0),
+    if (!f->z.shard_optim) {   /* plain DDP, the baseline: common/grad_sync's all-reduce */
+        grad_sync_init_allreduce(&f->gs, f->shard, m, f->wt, (size_t)(tr->o.bucket_mb * 1048576.0),
                                  !o->no_overlap);
-        tr->step_note = note_bytes;
-        tr->step_note_ctx = f;
-        say("zero:    DDP (--zero 0) over %d rank%s: whole weights, gradients and Adam state on every rank; "
-            "%s gradients all-reduced in buckets of %.4g MiB%s\n", f->N, f->N == 1 ? "" : "s",
-            dtype_name(f->wt), tr->o.bucket_mb, o->no_overlap ? " after backward" : " during backward");
         return;
     }
     f->pieces = xcalloc((size_t)f->n_units, sizeof *f->pieces);
-    size_t S = grad_sync_pieces(m, f->N, shard->rank, f->pieces);
+    size_t S = grad_sync_pieces(m, f->N, f->shard->rank, f->pieces);
     if (S != f->S) die("fsdp: shard of %zu elements, the plan %zu", S, f->S);
     f->gshard = dev_alloc_as(f->d, S * sizeof(float), MEM_GRADS);
     for (int u = 0; u < f->n_units; u++) f->pieces[u].grad = f->gshard + f->pieces[u].off;
@@ -453,7 +462,7 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
     if (f->N == 1) {   /* nothing to reduce: gradients go straight into the shard */
         for (int u = 0; u < f->n_units; u++) m->unit_g[u] = f->gshard + f->pieces[u].off;
     } else {
-        if (o->zero == 1) {
+        if (f->z.whole_grads) {
             f->gfull = dev_alloc_as(f->d, (size_t)f->N * S * sizeof(float), MEM_GRADS);
             for (int u = 0; u < f->n_units; u++) m->unit_g[u] = f->gfull + (size_t)f->N * f->pieces[u].off;
         }
@@ -464,12 +473,12 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
             f->gslot[s] = dev_alloc_as(f->d, (size_t)f->N * f->per_max * sizeof(float), MEM_GRADS);
             f->gslot_unit[s] = -1;
         }
-        if (o->zero <= 2 && uneven(f))
+        if (!f->z.gather_weights && uneven(f))
             f->bounce = dev_alloc_as(f->d, (size_t)f->N * f->per_max * es(f), MEM_COMM);
-        grad_sync_init_reduce_scatter(&f->gs, shard, m, f->wt, f->gshard, f->pieces, 1,
+        grad_sync_init_reduce_scatter(&f->gs, f->shard, m, f->wt, f->gshard, f->pieces, 1,
                                       rs_inflight(f), on_reduced, f);
     }
-    if (o->zero == 3) {
+    if (f->z.gather_weights) {
         f->g = xcalloc((size_t)f->n_units, sizeof *f->g);
         f->nwslots = weight_slots(f, 3);
         f->wslot = xcalloc((size_t)f->nwslots, sizeof *f->wslot);
@@ -478,16 +487,31 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
             f->wslot[s] = dev_alloc_as(f->d, (size_t)f->N * f->per_max * es(f), MEM_PARAMS);
             f->wslot_unit[s] = -1;
         }
-    } else {
-        tr->after_update = gather_updated;
-        tr->after_update_ctx = f;
     }
     if (f->R > 1) {
         f->rep_req = xcalloc((size_t)f->n_units, sizeof *f->rep_req);
         f->rep_t0 = xcalloc((size_t)f->n_units, sizeof(double));
         if (f->wt == DT_BF16) f->rep_wire = dev_alloc_as(f->d, S * sizeof(bf16_t), MEM_COMM);
     }
-    model_add_hook(m, before_unit, after_unit, f);
+}
+
+/* The unit hooks, the all-gather after the optimizer (ZeRO-1/2), which
+ * ranks' parts count, the step line's note, and the header's lines. */
+static void fsdp_hooks(fsdp_t *f, train_t *tr) {
+    const fsdp_opts_t *o = &f->o;
+    tr->step_note = note_bytes;
+    tr->step_note_ctx = f;
+    if (!f->z.shard_optim) {
+        say("zero:    DDP (--zero 0) over %d rank%s: whole weights, gradients and Adam state on every rank; "
+            "%s gradients all-reduced in buckets of %.4g MiB%s\n", f->N, f->N == 1 ? "" : "s",
+            dtype_name(f->wt), tr->o.bucket_mb, o->no_overlap ? " after backward" : " during backward");
+        return;
+    }
+    if (!f->z.gather_weights) {
+        tr->after_update = gather_updated;
+        tr->after_update_ctx = f;
+    }
+    model_add_hook(f->m, before_unit, after_unit, f);
     static const char *kept[4] = {"", "weights and gradients whole; Adam state", "weights whole; gradients and Adam state",
                                   "weights, gradients and Adam state"};
     say("zero:    %s over %d rank%s%s: %s sharded, %d units in pieces of up to %zu elements; %s\n",
@@ -495,19 +519,23 @@ void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_op
         f->R > 1 ? " in each group, replicated across the groups" : "", kept[o->zero], f->n_units, f->per_max,
         o->no_overlap ? "every collective completed before going on (--no-overlap)"
                       : "reduce-scatters overlap backward, at most 2 in flight");
-    if (o->zero == 3)
+    if (f->z.gather_weights)
         say("         weights all-gathered in %s per unit, %d unit%s ahead (--prefetch), %s after forward; "
             "%d gather buffer%s\n", dtype_name(f->wt), o->prefetch, o->prefetch == 1 ? "" : "s",
             f->keep_gathered ? "kept gathered across the step's micro-batches (--reshard-after-backward off)"
             : f->reshard ? "freed" : "kept until backward", f->nwslots, f->nwslots == 1 ? "" : "s");
     /* every rank of a group owns different pieces; replicas hold copies */
-    tr->part_unique = f->R == 1 || rep->rank == 0;
-    tr->step_note = note_bytes;
-    tr->step_note_ctx = f;
+    tr->part_unique = f->R == 1 || f->rep->rank == 0;
+}
+
+void fsdp_init(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o) {
+    fsdp_plan(f, tr, shard, rep, o);
+    fsdp_allocate(f, tr);
+    fsdp_hooks(f, tr);
 }
 
 void fsdp_free(fsdp_t *f) {
-    if (f->N > 1 || f->o.zero == 0) grad_sync_free(&f->gs);
+    if (f->N > 1 || !f->z.shard_optim) grad_sync_free(&f->gs);
     for (int s = 0; s < f->nwslots; s++) dev_free(f->d, f->wslot[s]);
     for (int s = 0; s < f->ngslots; s++) dev_free(f->d, f->gslot[s]);
     dev_free(f->d, f->gshard);
@@ -529,7 +557,7 @@ void fsdp_free(fsdp_t *f) {
 }
 
 /* ---- the strategy the runner calls ------------------------------------------------------ */
-static int communicates(const fsdp_t *f) { return f->o.zero == 0 || f->N > 1; }
+static int communicates(const fsdp_t *f) { return !f->z.shard_optim || f->N > 1; }
 
 static void step_begin(void *ctx) {
     fsdp_t *f = ctx;
@@ -539,7 +567,7 @@ static void step_begin(void *ctx) {
         f->sent0[0][k] = f->shard->sent[k];
         f->sent0[1][k] = f->rep ? f->rep->sent[k] : 0;
     }
-    if (f->o.zero > 0) {   /* DDP's gradients are the model's, which the runner zeroed */
+    if (f->z.shard_optim) {   /* DDP's gradients are the model's, which the runner zeroed */
         dev_memset0(f->d, f->gshard, f->S * sizeof(float));
         if (f->gfull) dev_memset0(f->d, f->gfull, (size_t)f->N * f->S * sizeof(float));
     }
@@ -551,7 +579,7 @@ static void backward_begin(void *ctx, int last) {
     fsdp_t *f = ctx;
     f->last_micro = last != 0;
     if (!communicates(f)) return;
-    if (f->o.zero >= 2 || last == 2) grad_sync_begin(&f->gs, 1);
+    if (f->z.shard_grads || last == 2) grad_sync_begin(&f->gs, 1);
     else if (last) grad_sync_continue(&f->gs);
     else grad_sync_begin(&f->gs, 0);
 }
@@ -559,19 +587,19 @@ static void backward_begin(void *ctx, int last) {
 static void backward_end(void *ctx, int last) {
     fsdp_t *f = ctx;
     (void)last;
-    if (communicates(f) && f->o.zero >= 2) grad_sync_finish(&f->gs);
+    if (communicates(f) && f->z.shard_grads) grad_sync_finish(&f->gs);
 }
 
 static void step_end(void *ctx) {
     fsdp_t *f = ctx;
-    if (communicates(f) && f->o.zero <= 1) grad_sync_finish(&f->gs);
+    if (communicates(f) && !f->z.shard_grads) grad_sync_finish(&f->gs);
     if (f->R > 1) {   /* the replicas' all-reduces still in flight */
         double w0 = now_s();
         for (int u = 0; u < f->n_units; u++)
             if (f->rep_req[u].active) rep_finish(f, u);
         f->exposed_s += now_s() - w0;
     }
-    if (f->o.zero == 3)   /* nothing should be left gathered; a stray prefetch is dropped */
+    if (f->z.gather_weights)   /* nothing should be left gathered; a stray prefetch is dropped */
         for (int u = 0; u < f->n_units; u++) release_weights(f, u);
 }
 
@@ -583,6 +611,14 @@ static double exposed(void *ctx) {
 grad_strategy_t fsdp_strategy(fsdp_t *f) {
     return (grad_strategy_t){.ctx = f, .step_begin = step_begin, .backward_begin = backward_begin,
                              .backward_end = backward_end, .step_end = step_end, .exposed = exposed};
+}
+
+train_step_fn fsdp_compose(fsdp_t *f, runner_t *run, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o) {
+    fsdp_init(f, tr, shard, rep, o);
+    if (!f->z.shard_optim) train_optimizer(tr, NULL, 0, 0);
+    else train_optimizer(tr, f->pieces, f->n_units, f->S);
+    runner_init(run, NULL, tr, fsdp_strategy(f), 0, 0);
+    return runner_step;
 }
 
 /* ---- the report ----------------------------------------------------------------------------- */

@@ -72,6 +72,7 @@
 
 #include "comm.h"
 #include "grad_sync.h"
+#include "runner.h"
 #include "train.h"
 
 #ifdef __cplusplus
@@ -115,8 +116,21 @@ typedef struct {
 
 typedef struct { int state, slot; comm_req_t req; double t0; } fsdp_gather_t;
 
+/* What a ZeRO stage shards and when its gradients synchronise, derived once
+ * from --zero (fsdp_policy); the code reads these, not the stage number. */
+typedef struct {
+    int shard_optim;         /* 1-3: master weights and Adam state in pieces; 0 (DDP): whole */
+    int shard_grads;         /* 2-3: every backward reduce-scatters into the shard; 0-1: the
+                                gradients accumulate whole and synchronise on the last micro-batch */
+    int whole_grads;         /* 1: a whole gradient buffer, reduce-scattered once per step */
+    int gather_weights;      /* 3: the model holds no weights; each unit's are all-gathered */
+    int with_params;         /* train_model's MODEL_PARAMS_AND_GRADS, _PARAMS_ONLY or MODEL_NO_PARAMS */
+} fsdp_policy_t;
+fsdp_policy_t fsdp_policy(int zero);
+
 typedef struct fsdp {
     fsdp_opts_t o;
+    fsdp_policy_t z;         /* fsdp_policy(o.zero) */
     train_t *tr;
     model_t *m;
     const device_t *d;
@@ -156,8 +170,11 @@ typedef struct fsdp {
 } fsdp_t;
 
 /* The model for tr (train_model, with the arrays the stage keeps), the
- * pieces, buffers and hooks; sets tr->part_unique, tr->after_update and the
- * step line's note. shard: the N ranks sharing the state; rep (may be NULL):
+ * pieces, buffers and hooks, in three steps: the plan (the units and
+ * their pieces, the refusals, the memory check), the allocation (the model,
+ * the shard, the gradient and weight buffers, the gradient synchronisation)
+ * and the hooks (the model's unit hooks, tr->after_update, tr->part_unique,
+ * the step line's note). shard: the N ranks sharing the state; rep (may be NULL):
  * the ranks holding the same pieces in other groups. Refuses (usage_error)
  * a prefetch deeper than the layers and a --mem-limit below what any rank's
  * state needs (the ranks compare: call it on every rank of the world). Then
@@ -169,6 +186,10 @@ void fsdp_free(fsdp_t *f);
  * runner_init(&r, schedule, tr, fsdp_strategy(f), ...); any schedule, the
  * one-stage list or a pipeline's. */
 grad_strategy_t fsdp_strategy(fsdp_t *f);
+/* A ZeRO data-parallel trainer's whole set-up (04_fsdp, 05_hsdp): fsdp_init,
+ * the optimizer over this rank's pieces (--zero 0: the whole array), and the
+ * one-stage runner with fsdp_strategy. Returns its step, runner_step on run. */
+train_step_fn fsdp_compose(fsdp_t *f, runner_t *run, train_t *tr, comm_t *shard, comm_t *rep, const fsdp_opts_t *o);
 
 /* What this configuration holds and sends, from its formulas. */
 void fsdp_mem_predict(const fsdp_t *f, fsdp_mem_t *mem);

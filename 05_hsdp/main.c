@@ -60,81 +60,96 @@ static double link_seconds(const fsdp_t *f, const comm_link_t *l) {
     return s;
 }
 
-int main(int argc, char **argv) {
-    fsdp_opts_t fo = FSDP_OPTS_DEFAULT;
-    int K = 0;
-    const char *bench_csv = NULL;
-    arg_t flags[] = {
-        {"shard", ARG_INT, &K, "ranks per shard group (FSDP inside, replicas across); 0: --node-size, or all", NULL, 0, 1e6},
-        FSDP_FLAGS(fo),
-        {"bench-csv", ARG_STRING, &bench_csv, "append one summary row (step time, bytes between nodes, prediction) to this CSV", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "05_hsdp", "05_hsdp/hsdp", "hybrid sharded data parallel",
-        "Hybrid sharding of the Llama-style model: the training state sharded (ZeRO-1/2/3)\n"
-        "inside groups of --shard K ranks, the groups replicated, each unit's gradient piece\n"
-        "all-reduced across them. With the link model (--node-size, --inter-gbps,\n"
-        "--inter-us) it counts the bytes between nodes and predicts their time.",
-        flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    train_init(&tr, &argc, &argv, &prog);
-    args_check_output(MPI_COMM_WORLD, "bench-csv", bench_csv, BENCH_HEADER);
-    if (fo.zero == 0) usage_error("hybrid sharding needs --zero 1, 2 or 3 (--shard 1 is DDP already)");
-    train_setup(&tr, 1, 1, 1);
-    if (K == 0) K = tr.o.node_size > 0 && tr.dp % tr.o.node_size == 0 ? tr.o.node_size : tr.dp;
-    if (K > tr.dp) usage_error("--shard %d is more than the %d data-parallel ranks", K, tr.dp);
-    MPI_Comm sc, rc;
-    mesh_dp_split(&tr.mesh, K, &sc, &rc);   /* refuses a K that does not divide them */
+typedef struct {
+    fsdp_opts_t fo;
+    int K;
+    const char *bench_csv;
     comm_t shard, rep;
-    comm_init(&shard, sc, K > 1 ? tr.o.c.comm : "mpi", &tr.dev);
-    comm_init(&rep, rc, tr.dp / K > 1 ? tr.o.c.comm : "mpi", &tr.dev);
+    fsdp_t f;
+    runner_t run;
+} hsdp_t;
+
+static hsdp_t h = {.fo = FSDP_OPTS_DEFAULT};
+
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    hsdp_t *p = ctx;
+    (void)tr, (void)tp, (void)cp, (void)pp;
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p->bench_csv, BENCH_HEADER);
+    if (p->fo.zero == 0) usage_error("hybrid sharding needs --zero 1, 2 or 3 (--shard 1 is DDP already)");
+}
+
+/* The shard and replicate groups (mesh_dp_split), then ZeRO over them. */
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    hsdp_t *p = ctx;
+    int K = p->K;
+    if (K == 0) K = p->K = tr->o.node_size > 0 && tr->dp % tr->o.node_size == 0 ? tr->o.node_size : tr->dp;
+    if (K > tr->dp) usage_error("--shard %d is more than the %d data-parallel ranks", K, tr->dp);
+    MPI_Comm sc, rc;
+    mesh_dp_split(&tr->mesh, K, &sc, &rc);   /* refuses a K that does not divide them */
+    comm_init(&p->shard, sc, K > 1 ? tr->o.c.comm : "mpi", &tr->dev);
+    comm_init(&p->rep, rc, tr->dp / K > 1 ? tr->o.c.comm : "mpi", &tr->dev);
     MPI_Comm_free(&sc);
     MPI_Comm_free(&rc);
-    shard.name = "shard group";
-    rep.name = "replicas";
-    tr.comms[tr.ncomms++] = &shard;
-    tr.comms[tr.ncomms++] = &rep;
-    say("hsdp:    %d data-parallel ranks = %d group%s of %d (shard) x %d replica%s%s\n", tr.dp, tr.dp / K,
-        tr.dp / K == 1 ? "" : "s", K, tr.dp / K, tr.dp / K == 1 ? "" : "s",
-        tr.o.node_size ? (K <= tr.o.node_size && tr.o.node_size % K == 0 ? "; each group inside one node"
-                                                                        : "; groups span nodes") : "");
+    p->shard.name = "shard group";
+    p->rep.name = "replicas";
+    tr->comms[tr->ncomms++] = &p->shard;
+    tr->comms[tr->ncomms++] = &p->rep;
+    say("hsdp:    %d data-parallel ranks = %d group%s of %d (shard) x %d replica%s%s\n", tr->dp, tr->dp / K,
+        tr->dp / K == 1 ? "" : "s", K, tr->dp / K, tr->dp / K == 1 ? "" : "s",
+        tr->o.node_size ? (K <= tr->o.node_size && tr->o.node_size % K == 0 ? "; each group inside one node"
+                                                                            : "; groups span nodes") : "");
+    *step_ctx = &p->run;
+    return fsdp_compose(&p->f, &p->run, tr, &p->shard, &p->rep, &p->fo);
+}
 
-    fsdp_t f;
-    fsdp_init(&f, &tr, &shard, &rep, &fo);
-    train_optimizer(&tr, f.pieces, f.n_units, f.S);
-    runner_t run;
-    runner_init(&run, NULL, &tr, fsdp_strategy(&f), 0, 0);
-    train_run(&tr, runner_step, &run);
-
+/* Bytes to the other nodes and the time the slow links add, measured and
+ * from the formulas, then the row. */
+static void report(train_t *tr, void *ctx) {
+    hsdp_t *p = ctx;
+    fsdp_t *f = &p->f;
     double mem, sent;
-    fsdp_report(&f, &mem, NULL, &sent, NULL);
+    fsdp_report(f, &mem, NULL, &sent, NULL);
     /* bytes this rank sent to a ring neighbour on another node, measured and from the formulas */
     fsdp_bytes_t b;
-    fsdp_bytes_predict(&f, &b);
+    fsdp_bytes_predict(f, &b);
     double cross[2] = {0, 0};
     for (int k = 0; k < COLL_KINDS; k++) {
-        cross[0] += next_is_remote(&shard) * f.step_bytes.shard[k] + next_is_remote(&rep) * f.step_bytes.replicate[k];
-        cross[1] += next_is_remote(&shard) * b.shard[k] + next_is_remote(&rep) * b.replicate[k];
+        cross[0] += next_is_remote(&p->shard) * f->step_bytes.shard[k] + next_is_remote(&p->rep) * f->step_bytes.replicate[k];
+        cross[1] += next_is_remote(&p->shard) * b.shard[k] + next_is_remote(&p->rep) * b.replicate[k];
     }
     dist_allreduce(cross, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "the bytes between groups");
-    cross[0] /= tr.dist.world;
-    cross[1] /= tr.dist.world;
-    double link_ms = link_seconds(&f, comm_link()) * 1e3;
-    double step_ms = tr.timed ? tr.sum_ms / tr.timed : 0, ex = tr.timed ? tr.sum_exposed / tr.timed : 0;
-    if (tr.o.node_size)
+    cross[0] /= tr->dist.world;
+    cross[1] /= tr->dist.world;
+    double link_ms = link_seconds(f, comm_link()) * 1e3;
+    double step_ms = tr->timed ? tr->sum_ms / tr->timed : 0, ex = tr->timed ? tr->sum_exposed / tr->timed : 0;
+    if (tr->o.node_size)
         say("link:    per step, %.3f MB per rank crossed between nodes (formula %.3f); the slow links add "
             "%.2f ms by alpha-beta (%g us + bytes / %g GB/s per ring step that crosses)\n", cross[0] / 1e6,
-            cross[1] / 1e6, link_ms, tr.o.inter_us, tr.o.inter_gbps);
-    if (tr.timed > 0)
-        csv_append_row(bench_csv, BENCH_HEADER, "%d,%d,%d,%d,%g,%g,%d,%s,%.3f,%.3f,%.4f,%.4f,%.3f,%.4f,%.4f", K,
-                       tr.dp / K, tr.dist.world, tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0,
-                       tr.o.node_size ? tr.o.inter_us : 0, fo.zero, dtype_name(tr.dtype), step_ms, ex,
+            cross[1] / 1e6, link_ms, tr->o.inter_us, tr->o.inter_gbps);
+    if (tr->timed > 0)
+        csv_append_row(p->bench_csv, BENCH_HEADER, "%d,%d,%d,%d,%g,%g,%d,%s,%.3f,%.3f,%.4f,%.4f,%.3f,%.4f,%.4f", p->K,
+                       tr->dp / p->K, tr->dist.world, tr->o.node_size, tr->o.node_size ? tr->o.inter_gbps : 0,
+                       tr->o.node_size ? tr->o.inter_us : 0, p->fo.zero, dtype_name(tr->dtype), step_ms, ex,
                        cross[0] / 1e6, cross[1] / 1e6, link_ms, sent / 1e6, mem / 1e6);
-    runner_free(&run);
-    fsdp_free(&f);
-    comm_destroy(&shard);
-    comm_destroy(&rep);
-    train_finish(&tr);
-    return 0;
+    runner_free(&p->run);
+    fsdp_free(f);
+    comm_destroy(&p->shard);
+    comm_destroy(&p->rep);
 }
+
+static arg_t flags[] = {
+    {"shard", ARG_INT, &h.K, "ranks per shard group (FSDP inside, replicas across); 0: --node-size, or all", NULL, 0, 1e6},
+    FSDP_FLAGS(h.fo),
+    {"bench-csv", ARG_STRING, &h.bench_csv, "append one summary row (step time, bytes between nodes, prediction) to this CSV", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"05_hsdp", "05_hsdp/hsdp", "hybrid sharded data parallel",
+     "Hybrid sharding of the Llama-style model: the training state sharded (ZeRO-1/2/3)\n"
+     "inside groups of --shard K ranks, the groups replicated, each unit's gradient piece\n"
+     "all-reduced across them. With the link model (--node-size, --inter-gbps,\n"
+     "--inter-us) it counts the bytes between nodes and predicts their time.",
+     flags, ARRAY_LEN(flags), NULL, 0},
+    &h, NULL, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

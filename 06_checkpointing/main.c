@@ -99,7 +99,7 @@ static void goodput_model(const char *s) {
 }
 
 /* Activation memory, recomputed work and its time, each beside the model. */
-static void report(train_t *tr, ckpt_prog_t *p) {
+static void report_recompute(train_t *tr, ckpt_prog_t *p) {
     model_t *m = &tr->model;
     const recompute_meter_t *mt = &p->meter;
     recompute_cost_t c;
@@ -145,84 +145,99 @@ static void report(train_t *tr, ckpt_prog_t *p) {
     }
 }
 
-int main(int argc, char **argv) {
-    ckpt_prog_t p = {.recompute = "none", .fail_seed = -1};
-    arg_t flags[] = {
-        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, block:K, selective", NULL, 0, 0},
-        {"ckpt-async", ARG_FLAG, &p.async, "write checkpoints in a background thread (the step waits only for the copy to host memory)", NULL, 0, 0},
-        {"fail-at-step", ARG_STRING, &p.fail_at, "inject failures: attempt k kills a random rank at the end of the k-th listed step (5,12,...)", NULL, 0, 0},
-        {"fail-every-s", ARG_DOUBLE, &p.fail_every_s, "inject failures: kill a random rank after an exponential time of this mean (seconds)", NULL, 0, 1e9},
-        {"fail-seed", ARG_INT, &p.fail_seed, "seed of the injected failures (-1: --seed)", NULL, -1, 2147483647.0},
-        {"attempt", ARG_INT, &p.attempt, "which attempt of the job this is (set by supervise.sh: picks its failure)", NULL, 0, 1e9},
-        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (policy, memory, times, MFU, HFU) to this CSV", NULL, 0, 0},
-        {"goodput-model", ARG_STRING, &p.goodput_model, "print Daly's goodput against the checkpoint interval for DELTA,MTBF,RESTART[,TAU] (s) and exit", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "06_checkpointing", "06_checkpointing/ckpt", "activation recomputation and failure recovery",
-        "Data-parallel training of the Llama-style model with activation recomputation\n"
-        "(memory for compute) and checkpoints that survive injected failures (time for\n"
-        "safety): synchronous or asynchronous checkpoint sets, failure injection for\n"
-        "06_checkpointing/supervise.sh, which restarts the job until it completes.",
-        flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    train_init(&tr, &argc, &argv, &prog);
-    if (p.goodput_model) {
-        if (tr.dist.rank == 0) goodput_model(p.goodput_model);
+static int injecting(const ckpt_prog_t *p) { return (p->fail_at && *p->fail_at) || p->fail_every_s > 0; }
+
+/* Which failure this attempt injects, for the header. */
+static void failure_line(const ckpt_prog_t *p) {
+    char by_step[64] = "", by_time[96] = "";
+    if (p->failure.at_step) snprintf(by_step, sizeof by_step, " at the end of step %ld", p->failure.at_step);
+    if (p->failure.after_s > 0)
+        snprintf(by_time, sizeof by_time, "%s %.2f s after its start (exponential, mean %.3g s)",
+                 p->failure.at_step ? " or" : "", p->failure.after_s, p->fail_every_s);
+    if (*by_step || *by_time)
+        say("failure: attempt %d kills rank %d%s%s\n", p->attempt, p->failure.victim, by_step, by_time);
+    else
+        say("failure: attempt %d runs to the end (no failure listed for it)\n", p->attempt);
+}
+
+static ckpt_prog_t prog = {.recompute = "none", .fail_seed = -1};
+
+/* The policy, the failure plan and the outputs, checked before any collective. */
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    ckpt_prog_t *p = ctx;
+    (void)tp, (void)cp, (void)pp;
+    if (p->goodput_model) {
+        if (tr->dist.rank == 0) goodput_model(p->goodput_model);
         usage_exit_ok();
     }
     char err[300];
-    if (recompute_parse(p.recompute, tr.o.layers, &p.policy, err, sizeof err) != 0) usage_error("%s", err);
-    int injecting = (p.fail_at && *p.fail_at) || p.fail_every_s > 0;
-    if (injecting && !(tr.o.ckpt_dir && tr.o.ckpt_every))
+    if (recompute_parse(p->recompute, tr->o.layers, &p->policy, err, sizeof err) != 0) usage_error("%s", err);
+    if (injecting(p) && !(tr->o.ckpt_dir && tr->o.ckpt_every))
         usage_error("failure injection needs --ckpt-dir and --ckpt-every: without checkpoints every restart "
                     "begins again at step 0, and no progress survives a failure");
-    if (failure_plan(&p.failure, p.fail_at, p.fail_every_s, p.fail_seed >= 0 ? p.fail_seed : tr.o.c.seed,
-                     p.attempt, tr.dist.world, tr.o.steps, err, sizeof err) != 0)
+    if (failure_plan(&p->failure, p->fail_at, p->fail_every_s, p->fail_seed >= 0 ? p->fail_seed : tr->o.c.seed,
+                     p->attempt, tr->dist.world, tr->o.steps, err, sizeof err) != 0)
         usage_error("%s", err);
-    failure_arm(&p.failure, tr.dist.rank);   /* a time failure may strike during start-up too */
-    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
+    failure_arm(&p->failure, tr->dist.rank);   /* a time failure may strike during start-up too */
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p->bench_csv, BENCH_HEADER);
+}
 
-    train_setup(&tr, 1, 1, 1);
-    tr.recompute = p.policy.keep;
-    train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    recompute_meter_attach(&p.meter, &tr.model);
+/* The model under the recomputation policy, DDP, and the saver. */
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    ckpt_prog_t *p = ctx;
+    tr->recompute = p->policy.keep;
+    train_model(tr, MODEL_PARAMS_AND_GRADS);
+    recompute_meter_attach(&p->meter, &tr->model);
     say("ddp:     %s gradients in buckets of %.4g MiB, all-reduced during backward; %.4f MB of gradients "
-        "per step\n", dtype_name(tr.dtype), tr.o.bucket_mb, tr.model.size * dtype_size(tr.dtype) / 1e6);
+        "per step\n", dtype_name(tr->dtype), tr->o.bucket_mb, tr->model.size * dtype_size(tr->dtype) / 1e6);
     recompute_cost_t c;
-    recompute_cost(&tr.model, tr.mb, &p.policy, &c);
+    recompute_cost(&tr->model, tr->mb, &p->policy, &c);
     say("recompute: %s: keeps %.0f checkpoints (layer inputs) and the activations of %.0f layer%s of %d; "
         "backward recomputes %d layer forward%s and %d attention core%s per micro-batch (+%.1f%% FLOPs)\n",
-        p.policy.name, c.checkpoints, c.kept_layers, c.kept_layers == 1 ? "" : "s", tr.model.shard.per_chunk,
+        p->policy.name, c.checkpoints, c.kept_layers, c.kept_layers == 1 ? "" : "s", tr->model.shard.per_chunk,
         c.layers_recomputed, c.layers_recomputed == 1 ? "" : "s", c.attn_recomputed,
         c.attn_recomputed == 1 ? "" : "s",
-        100 * c.flops * tr.dp * tr.o.micro / (tr.flops_token * tr.global_tokens));
-    if (tr.o.ckpt_dir)
-        say("saver:   checkpoints every %d steps in %s, %s\n", tr.o.ckpt_every, tr.o.ckpt_dir,
-            p.async ? "written in the background (--ckpt-async)" : "written synchronously");
-    if (injecting) {
-        char by_step[64] = "", by_time[96] = "";
-        if (p.failure.at_step) snprintf(by_step, sizeof by_step, " at the end of step %ld", p.failure.at_step);
-        if (p.failure.after_s > 0)
-            snprintf(by_time, sizeof by_time, "%s %.2f s after its start (exponential, mean %.3g s)",
-                     p.failure.at_step ? " or" : "", p.failure.after_s, p.fail_every_s);
-        if (*by_step || *by_time)
-            say("failure: attempt %d kills rank %d%s%s\n", p.attempt, p.failure.victim, by_step, by_time);
-        else
-            say("failure: attempt %d runs to the end (no failure listed for it)\n", p.attempt);
-    }
-    saver_init(&p.saver, p.async);
-    tr.after_step = after_step;
-    tr.after_step_ctx = &p;
-    runner_init(&p.run, NULL, &tr, train_ddp(&tr, &p.gs, 1), 0, 0);
-    train_optimizer(&tr, NULL, 0, 0);
-    train_run(&tr, ckpt_step, &p);
-    failure_disarm();
-
-    report(&tr, &p);
-    saver_finish(&p.saver, &tr);
-    runner_free(&p.run);
-    grad_sync_free(&p.gs);
-    train_finish(&tr);
-    return 0;
+        100 * c.flops * tr->dp * tr->o.micro / (tr->flops_token * tr->global_tokens));
+    if (tr->o.ckpt_dir)
+        say("saver:   checkpoints every %d steps in %s, %s\n", tr->o.ckpt_every, tr->o.ckpt_dir,
+            p->async ? "written in the background (--ckpt-async)" : "written synchronously");
+    if (injecting(p)) failure_line(p);
+    saver_init(&p->saver, p->async);
+    tr->after_step = after_step;
+    tr->after_step_ctx = p;
+    runner_init(&p->run, NULL, tr, train_ddp(tr, &p->gs, 1), 0, 0);
+    train_optimizer(tr, NULL, 0, 0);
+    *step_ctx = p;
+    return ckpt_step;
 }
+
+static void report(train_t *tr, void *ctx) {
+    ckpt_prog_t *p = ctx;
+    failure_disarm();
+    report_recompute(tr, p);
+    saver_finish(&p->saver, tr);
+    runner_free(&p->run);
+    grad_sync_free(&p->gs);
+}
+
+static arg_t flags[] = {
+    {"recompute", ARG_STRING, &prog.recompute, "activation recomputation: none, full, every:C, sqrt, block:K, selective", NULL, 0, 0},
+    {"ckpt-async", ARG_FLAG, &prog.async, "write checkpoints in a background thread (the step waits only for the copy to host memory)", NULL, 0, 0},
+    {"fail-at-step", ARG_STRING, &prog.fail_at, "inject failures: attempt k kills a random rank at the end of the k-th listed step (5,12,...)", NULL, 0, 0},
+    {"fail-every-s", ARG_DOUBLE, &prog.fail_every_s, "inject failures: kill a random rank after an exponential time of this mean (seconds)", NULL, 0, 1e9},
+    {"fail-seed", ARG_INT, &prog.fail_seed, "seed of the injected failures (-1: --seed)", NULL, -1, 2147483647.0},
+    {"attempt", ARG_INT, &prog.attempt, "which attempt of the job this is (set by supervise.sh: picks its failure)", NULL, 0, 1e9},
+    {"bench-csv", ARG_STRING, &prog.bench_csv, "append one summary row (policy, memory, times, MFU, HFU) to this CSV", NULL, 0, 0},
+    {"goodput-model", ARG_STRING, &prog.goodput_model, "print Daly's goodput against the checkpoint interval for DELTA,MTBF,RESTART[,TAU] (s) and exit", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"06_checkpointing", "06_checkpointing/ckpt", "activation recomputation and failure recovery",
+     "Data-parallel training of the Llama-style model with activation recomputation\n"
+     "(memory for compute) and checkpoints that survive injected failures (time for\n"
+     "safety): synchronous or asynchronous checkpoint sets, failure injection for\n"
+     "06_checkpointing/supervise.sh, which restarts the job until it completes.",
+     flags, ARRAY_LEN(flags), NULL, 0},
+    &prog, NULL, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

@@ -24,6 +24,7 @@
 #include "check.h"
 #include "grad_sync.h"
 #include "perf.h"
+#include "report.h"
 #include "runner.h"
 #include "schedule.h"
 #include "train.h"
@@ -36,6 +37,8 @@ typedef struct {
     const char *schedule, *replay, *bubble_csv, *memory_csv, *gantt_csv;
     int stages, dp, virt, show, slices, balance;
     double replay_gbps, replay_us;
+    pipe_kind_t kind;
+    int V, K;                   /* chunks per stage, token slices per micro-batch */
     pipe_schedule_t s;
     runner_t e;
     grad_sync_t gs;
@@ -268,109 +271,128 @@ static void summary(pipeline_t *p, train_t *tr) {
     runner_report_free(&r);
 }
 
-int main(int argc, char **argv) {
-    pipeline_t p = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
-    arg_t flags[] = {
-        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|zbh1|terapipe", 0, 0},
-        {"slices", ARG_INT, &p.slices, "token slices per micro-batch for the terapipe schedule (0: 4 there, 1 elsewhere)", NULL, 0, 1e6},
-        {"balance", ARG_FLAG, &p.balance, "terapipe: slices of equal FLOPs (later slices shorter) instead of equal length", NULL, 0, 0},
-        {"stages", ARG_INT, &p.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
-        {"dp", ARG_INT, &p.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
-        {"virtual", ARG_INT, &p.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
-        {"show-schedule", ARG_FLAG, &p.show, "print the schedule as a grid, check it, and exit", NULL, 0, 0},
-        {"replay", ARG_STRING, &p.replay, "also replay the schedule at these stage counts from the measured layer times (none: no others)", NULL, 0, 0},
-        {"replay-gbps", ARG_DOUBLE, &p.replay_gbps, "replays: GB/s of the link between stages (0: messages free)", NULL, 0, 1e6},
-        {"replay-us", ARG_DOUBLE, &p.replay_us, "replays: latency per message, microseconds", NULL, 0, 1e7},
-        {"bubble-csv", ARG_STRING, &p.bubble_csv, "append the bubble (measured, replayed, formula) to this CSV", NULL, 0, 0},
-        {"memory-csv", ARG_STRING, &p.memory_csv, "append the activations held per stage to this CSV", NULL, 0, 0},
-        {"gantt-csv", ARG_STRING, &p.gantt_csv, "append the last step's timeline (measured and replayed) to this CSV", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "07_pipeline", "07_pipeline/pipeline", "pipeline parallelism",
-        "Pipeline-parallel training of the Llama-style model: the layers cut into\n"
-        "stages, micro-batches flowing through them under a schedule (naive, GPipe,\n"
-        "1F1B, interleaved 1F1B, ZB-H1, TeraPipe's token slices), the bubble measured,\n"
-        "replayed and set beside its formula; data-parallel replicas of the pipeline\n"
-        "with --dp.", flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    tr.o.micro = 8;    /* the pipeline's defaults: 8 micro-batches, 8 layers (2, 4 or 8 stages) */
-    tr.o.layers = 8;
-    train_init(&tr, &argc, &argv, &prog);
+static pipeline_t pl = {.schedule = "1f1b", .replay = "4,8", .dp = 1};
 
-    int world = tr.dist.world, L = tr.cfg.layers, M = tr.o.micro;
-    pipe_kind_t kind = (pipe_kind_t)pipe_kind_parse(p.schedule);
-    if (p.stages < 1) p.stages = p.show ? 1 : world / p.dp;
-    int P = p.stages, V = p.virt ? p.virt : kind == PIPE_INTERLEAVED ? 2 : 1;
+/* The pipeline's defaults: 8 micro-batches, 8 layers (2, 4 or 8 stages). */
+static void defaults(train_t *tr, void *ctx, int argc, char **argv) {
+    (void)ctx, (void)argc, (void)argv;
+    tr->o.micro = 8;
+    tr->o.layers = 8;
+}
+
+/* The schedule's parameters against the world and the model; --show-schedule
+ * prints the checked schedule and exits. */
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    pipeline_t *p = ctx;
+    (void)tp, (void)cp;
+    int world = tr->dist.world, L = tr->cfg.layers, M = tr->o.micro;
+    p->kind = (pipe_kind_t)pipe_kind_parse(p->schedule);
+    if (p->stages < 1) p->stages = p->show ? 1 : world / p->dp;
+    int P = p->stages, V = p->V = p->virt ? p->virt : p->kind == PIPE_INTERLEAVED ? 2 : 1;
     char why[200];
-    if (pipe_schedule_valid(kind, P, M, V, why, sizeof why)) usage_error("%s", why);
-    int K = p.slices ? p.slices : kind == PIPE_TERAPIPE ? 4 : 1;
-    if (K > 1 && kind != PIPE_TERAPIPE) usage_error("%d token slices need the terapipe schedule", K);
-    if (p.balance && K == 1) usage_error("--balance needs token slices (--schedule terapipe)");
-    if (p.balance && K > 64) usage_error("--balance cuts at most 64 slices");
-    if (tr.cfg.seq % K) usage_error("%d token slices do not cut the sequence of %d tokens evenly", K, tr.cfg.seq);
-    if (p.show) {   /* the picture, checked, and nothing else */
-        build(&p.s, kind, P, M, V, K);
+    if (pipe_schedule_valid(p->kind, P, M, V, why, sizeof why)) usage_error("%s", why);
+    int K = p->K = p->slices ? p->slices : p->kind == PIPE_TERAPIPE ? 4 : 1;
+    if (K > 1 && p->kind != PIPE_TERAPIPE) usage_error("%d token slices need the terapipe schedule", K);
+    if (p->balance && K == 1) usage_error("--balance needs token slices (--schedule terapipe)");
+    if (p->balance && K > 64) usage_error("--balance cuts at most 64 slices");
+    if (tr->cfg.seq % K) usage_error("%d token slices do not cut the sequence of %d tokens evenly", K, tr->cfg.seq);
+    if (p->show) {   /* the picture, checked, and nothing else */
+        build(&p->s, p->kind, P, M, V, K);
         char err[300];
-        if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
-        if (tr.dist.rank == 0) {
-            pipe_schedule_print(&p.s, stdout);
+        if (pipe_schedule_check(&p->s, err, sizeof err)) die("the %s schedule fails its check: %s", p->schedule, err);
+        if (tr->dist.rank == 0) {
+            pipe_schedule_print(&p->s, stdout);
             printf("checked: forwards before backwards, sends match receives in order, no deadlock "
                    "(MPI, or one stream per rank as NCCL), activations within the promise\n");
         }
-        pipe_schedule_free(&p.s);
+        pipe_schedule_free(&p->s);
         usage_exit_ok();
     }
-    if (P * p.dp != world)
-        usage_error("--stages %d x --dp %d = %d ranks, but the world has %d", P, p.dp, P * p.dp, world);
+    if (P * p->dp != world)
+        usage_error("--stages %d x --dp %d = %d ranks, but the world has %d", P, p->dp, P * p->dp, world);
     if (P > L) usage_error("%d stages need at least %d layers (the model has %d)", P, P, L);
     if (L % (P * V))
         usage_error("%d layers do not cut into %d stages x %d chunk%s of equal size", L, P, V, V == 1 ? "" : "s");
-    args_check_output(MPI_COMM_WORLD, "bubble-csv", p.bubble_csv, BUBBLE_HEADER);
-    args_check_output(MPI_COMM_WORLD, "memory-csv", p.memory_csv, MEMORY_HEADER);
-    args_check_output(MPI_COMM_WORLD, "gantt-csv", p.gantt_csv, GANTT_HEADER);
-    if (strcmp(p.replay, "none")) {
+    args_check_output(MPI_COMM_WORLD, "bubble-csv", p->bubble_csv, BUBBLE_HEADER);
+    args_check_output(MPI_COMM_WORLD, "memory-csv", p->memory_csv, MEMORY_HEADER);
+    args_check_output(MPI_COMM_WORLD, "gantt-csv", p->gantt_csv, GANTT_HEADER);
+    if (strcmp(p->replay, "none")) {
         long tmp[16];
-        args_size_list(p.replay, tmp, 16, "replay");
+        args_size_list(p->replay, tmp, 16, "replay");
     }
+    *pp = P;
+}
 
-    train_setup(&tr, 1, 1, P);
-    int stage = tr.mesh.coord[AXIS_PP];
-    if (V > 1) model_shard_stage(&tr.shard, &tr.cfg, P, stage, V);
-    train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    build(&p.s, kind, P, M, V, K);
+/* This stage's layers, the schedule, and the runner executing it. */
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    pipeline_t *p = ctx;
+    int P = p->stages, V = p->V, K = p->K, M = tr->o.micro, L = tr->cfg.layers;
+    if (V > 1) model_shard_stage(&tr->shard, &tr->cfg, P, tr->mesh.coord[AXIS_PP], V);
+    train_model(tr, MODEL_PARAMS_AND_GRADS);
+    build(&p->s, p->kind, P, M, V, K);
     char err[300];
-    if (pipe_schedule_check(&p.s, err, sizeof err)) die("the %s schedule fails its check: %s", p.schedule, err);
-    runner_init(&p.e, &p.s, &tr, tr.dp > 1 ? train_ddp(&tr, &p.gs, 1) : (grad_strategy_t){0}, 1, 1);
-    if (p.balance) {   /* a token's matmuls, and its attention per key (model_layer_forward_flops_per_token) */
-        int pos[65], T = tr.cfg.seq;
-        double b = 4.0 * tr.cfg.heads * tr.cfg.head_dim, a = model_layer_forward_flops_per_token(&tr.cfg) - b * T;
+    if (pipe_schedule_check(&p->s, err, sizeof err)) die("the %s schedule fails its check: %s", p->schedule, err);
+    runner_init(&p->e, &p->s, tr, tr->dp > 1 ? train_ddp(tr, &p->gs, 1) : (grad_strategy_t){0}, 1, 1);
+    if (p->balance) {   /* a token's matmuls, and its attention per key (model_layer_forward_flops_per_token) */
+        int pos[65], T = tr->cfg.seq;
+        double b = 4.0 * tr->cfg.heads * tr->cfg.head_dim, a = model_layer_forward_flops_per_token(&tr->cfg) - b * T;
         pipe_slices_balanced(T, K, a, b, pos);
-        runner_slices(&p.e, pos);
+        runner_slices(&p->e, pos);
     }
     say("pipeline: %s schedule, %d stage%s x %d chunk%s, %d micro-batches of %d sequence%s per step and "
-        "replica, %d replica%s%s\n", p.schedule, P, P == 1 ? "" : "s", V, V == 1 ? "" : "s", M, tr.mb,
-        tr.mb == 1 ? "" : "s", tr.dp, tr.dp == 1 ? "" : "s",
-        tr.dp > 1 ? " (gradients all-reduced after each stage's last backward)" : "");
+        "replica, %d replica%s%s\n", p->schedule, P, P == 1 ? "" : "s", V, V == 1 ? "" : "s", M, tr->mb,
+        tr->mb == 1 ? "" : "s", tr->dp, tr->dp == 1 ? "" : "s",
+        tr->dp > 1 ? " (gradients all-reduced after each stage's last backward)" : "");
     for (int st = 0; st < P; st++) {
         char lay[256];
         stage_layers(lay, sizeof lay, P, V, L, st);
         say("          stage %d: %s\n", st, lay);
     }
     say("          messages: %zu bytes %s(%d x %d x %d %s), posted in groups between computes; the "
-        "lists passed the checker\n", p.e.msg_bytes, p.balance ? "at most " : "each ", tr.mb, (int)(p.e.msg_elems / p.e.tok_elems), tr.cfg.dim, dtype_name(tr.dtype));
+        "lists passed the checker\n", p->e.msg_bytes, p->balance ? "at most " : "each ", tr->mb,
+        (int)(p->e.msg_elems / p->e.tok_elems), tr->cfg.dim, dtype_name(tr->dtype));
     if (K > 1) {
         say("          each micro-batch's sequences cut into %d token slices, run in order (%s):", K,
-            p.balance ? "equal FLOPs" : "equal length");
-        for (int k = 0; k < K; k++) say(" [%d, %d)", p.e.slice_pos[k], p.e.slice_pos[k + 1]);
+            p->balance ? "equal FLOPs" : "equal length");
+        for (int k = 0; k < K; k++) say(" [%d, %d)", p->e.slice_pos[k], p->e.slice_pos[k + 1]);
         say("; a slice's attention also reads the kept keys and values of the slices before it\n");
     }
-    train_optimizer(&tr, NULL, 0, 0);
-    train_run(&tr, runner_step, &p.e);
-    summary(&p, &tr);
-    runner_free(&p.e);
-    if (tr.dp > 1) grad_sync_free(&p.gs);
-    pipe_schedule_free(&p.s);
-    train_finish(&tr);
-    return 0;
+    train_optimizer(tr, NULL, 0, 0);
+    *step_ctx = &p->e;
+    return runner_step;
 }
+
+static void report(train_t *tr, void *ctx) {
+    pipeline_t *p = ctx;
+    summary(p, tr);
+    runner_free(&p->e);
+    if (tr->dp > 1) grad_sync_free(&p->gs);
+    pipe_schedule_free(&p->s);
+}
+
+static arg_t flags[] = {
+    {"schedule", ARG_CHOICE, &pl.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved|zbh1|terapipe", 0, 0},
+    {"slices", ARG_INT, &pl.slices, "token slices per micro-batch for the terapipe schedule (0: 4 there, 1 elsewhere)", NULL, 0, 1e6},
+    {"balance", ARG_FLAG, &pl.balance, "terapipe: slices of equal FLOPs (later slices shorter) instead of equal length", NULL, 0, 0},
+    {"stages", ARG_INT, &pl.stages, "pipeline stages P (0: world / dp)", NULL, 0, 1e4},
+    {"dp", ARG_INT, &pl.dp, "data-parallel replicas of the pipeline (world = stages x dp)", NULL, 1, 1e6},
+    {"virtual", ARG_INT, &pl.virt, "model chunks per stage V for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
+    {"show-schedule", ARG_FLAG, &pl.show, "print the schedule as a grid, check it, and exit", NULL, 0, 0},
+    {"replay", ARG_STRING, &pl.replay, "also replay the schedule at these stage counts from the measured layer times (none: no others)", NULL, 0, 0},
+    {"replay-gbps", ARG_DOUBLE, &pl.replay_gbps, "replays: GB/s of the link between stages (0: messages free)", NULL, 0, 1e6},
+    {"replay-us", ARG_DOUBLE, &pl.replay_us, "replays: latency per message, microseconds", NULL, 0, 1e7},
+    {"bubble-csv", ARG_STRING, &pl.bubble_csv, "append the bubble (measured, replayed, formula) to this CSV", NULL, 0, 0},
+    {"memory-csv", ARG_STRING, &pl.memory_csv, "append the activations held per stage to this CSV", NULL, 0, 0},
+    {"gantt-csv", ARG_STRING, &pl.gantt_csv, "append the last step's timeline (measured and replayed) to this CSV", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"07_pipeline", "07_pipeline/pipeline", "pipeline parallelism",
+     "Pipeline-parallel training of the Llama-style model: the layers cut into\n"
+     "stages, micro-batches flowing through them under a schedule (naive, GPipe,\n"
+     "1F1B, interleaved 1F1B, ZB-H1, TeraPipe's token slices), the bubble measured,\n"
+     "replayed and set beside its formula; data-parallel replicas of the pipeline\n"
+     "with --dp.", flags, ARRAY_LEN(flags), NULL, 0},
+    &pl, defaults, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

@@ -120,60 +120,72 @@ static void report_acts(const train_t *tr, const tpp_t *p) {
         dev_mem()->peak[MEM_ACTS] / 1e6);
 }
 
-int main(int argc, char **argv) {
-    tpp_t p = {.tp = 0};
-    arg_t flags[] = {
-        {"tp", ARG_INT, &p.tp, "tensor-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
-        {"sp", ARG_FLAG, &p.sp, "sequence parallelism: shard the residual stream and norms along the sequence", NULL, 0, 0},
-        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (degrees, link, mean times, bytes) to this CSV", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "08_tensor_parallel", "08_tensor_parallel/tp", "tensor parallelism",
-        "Megatron-style tensor parallelism of the Llama-style model: heads, ffn and\n"
-        "vocabulary split over --tp ranks, one all-reduce after each row-parallel\n"
-        "product (the f and g operators), --sp for sequence parallelism; the other\n"
-        "ranks are data-parallel replicas.", flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    train_init(&tr, &argc, &argv, &prog);
-    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
-    if (p.tp == 0) p.tp = tr.dist.world;
-    if (p.sp && p.tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
-    train_setup(&tr, p.tp, 1, 1);
-    tr.shard.sp = p.sp;
-    train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    model_t *m = &tr.model;
-    tp_init(&p.t, &tr.axis[AXIS_TP], m);
-    tp_count_bytes(&p.t, m);
-    say("tp:      %d ranks: %d of %d heads, %d kv head%s (%s), ffn %d of %d, vocabulary %d of %d per rank; "
-        "sequence parallelism %s\n", p.tp, m->H, tr.cfg.heads, m->KV, m->KV == 1 ? "" : "s",
-        tr.cfg.kv_heads % p.tp == 0 ? "split" : "shared by the ranks whose query heads read it",
-        m->F, tr.cfg.ffn, m->V, tr.cfg.vocab, p.sp ? "on" : "off");
-    say("dp:      %d replica%s of each shard, gradients all-reduced in buckets of %.4g MiB\n", tr.dp,
-        tr.dp == 1 ? "" : "s", tr.o.bucket_mb);
-    runner_init(&p.run, NULL, &tr, train_ddp(&tr, &p.gs, 1), 0, 0);
-    runner_add_seam(&p.run, &p.t.st.comm_s);
-    train_optimizer(&tr, NULL, 0, 0);
-    train_run(&tr, tp_step, &p);
+static tpp_t tpp;
 
-    report_bytes(&tr, &p);
-    report_acts(&tr, &p);
-    if (p.timed) say("tp time: %.2f ms per step in the seams (blocking: all of it exposed)\n", 1e3 * p.sum_tp_s / p.timed);
-    if (p.bench_csv && tr.timed > 0) {
-        double tp_ms = p.timed ? 1e3 * p.sum_tp_s / p.timed : 0;
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    tpp_t *p = ctx;
+    (void)cp, (void)pp;
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p->bench_csv, BENCH_HEADER);
+    if (p->tp == 0) p->tp = tr->dist.world;
+    if (p->sp && p->tp < 2) usage_error("--sp needs tensor parallelism (--tp 2 or more)");
+    *tp = p->tp;
+}
+
+/* The model split by the seams, DDP over the replicas. */
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    tpp_t *p = ctx;
+    tr->shard.sp = p->sp;
+    train_model(tr, MODEL_PARAMS_AND_GRADS);
+    model_t *m = &tr->model;
+    tp_init(&p->t, &tr->axis[AXIS_TP], m);
+    tp_count_bytes(&p->t, m);
+    say("tp:      %d ranks: %d of %d heads, %d kv head%s (%s), ffn %d of %d, vocabulary %d of %d per rank; "
+        "sequence parallelism %s\n", p->tp, m->H, tr->cfg.heads, m->KV, m->KV == 1 ? "" : "s",
+        tr->cfg.kv_heads % p->tp == 0 ? "split" : "shared by the ranks whose query heads read it",
+        m->F, tr->cfg.ffn, m->V, tr->cfg.vocab, p->sp ? "on" : "off");
+    say("dp:      %d replica%s of each shard, gradients all-reduced in buckets of %.4g MiB\n", tr->dp,
+        tr->dp == 1 ? "" : "s", tr->o.bucket_mb);
+    runner_init(&p->run, NULL, tr, train_ddp(tr, &p->gs, 1), 0, 0);
+    runner_add_seam(&p->run, &p->t.st.comm_s);
+    train_optimizer(tr, NULL, 0, 0);
+    *step_ctx = p;
+    return tp_step;
+}
+
+static void report(train_t *tr, void *ctx) {
+    tpp_t *p = ctx;
+    report_bytes(tr, p);
+    report_acts(tr, p);
+    if (p->timed) say("tp time: %.2f ms per step in the seams (blocking: all of it exposed)\n", 1e3 * p->sum_tp_s / p->timed);
+    if (p->bench_csv && tr->timed > 0) {
+        double tp_ms = p->timed ? 1e3 * p->sum_tp_s / p->timed : 0;
         dist_allreduce(&tp_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
         double sent = 0;
         for (int pl = 0; pl < TP_PLACES; pl++)
-            for (int ps = 0; ps < 3; ps++) sent += p.last.bytes[pl][ps];
-        sent += p.last.grad_bytes;
-        double ms = tr.sum_ms / tr.timed, ex = tr.sum_exposed / tr.timed;
-        csv_append_row(p.bench_csv, BENCH_HEADER, "%d,%d,%d,%d,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f", p.tp, p.sp,
-                       tr.dp, tr.o.node_size, tr.o.node_size ? tr.o.inter_gbps : 0,
-                       tr.o.node_size ? tr.o.inter_us : 0, ms, ms - ex, ex, tp_ms, sent / 1e6, tr.acts.bytes / 1e6);
+            for (int ps = 0; ps < 3; ps++) sent += p->last.bytes[pl][ps];
+        sent += p->last.grad_bytes;
+        double ms = tr->sum_ms / tr->timed, ex = tr->sum_exposed / tr->timed;
+        csv_append_row(p->bench_csv, BENCH_HEADER, "%d,%d,%d,%d,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f", p->tp,
+                       p->sp, tr->dp, tr->o.node_size, tr->o.node_size ? tr->o.inter_gbps : 0,
+                       tr->o.node_size ? tr->o.inter_us : 0, ms, ms - ex, ex, tp_ms, sent / 1e6, tr->acts.bytes / 1e6);
     }
-    runner_free(&p.run);
-    grad_sync_free(&p.gs);
-    tp_free(&p.t);
-    train_finish(&tr);
-    return 0;
+    runner_free(&p->run);
+    grad_sync_free(&p->gs);
+    tp_free(&p->t);
 }
+
+static arg_t flags[] = {
+    {"tp", ARG_INT, &tpp.tp, "tensor-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
+    {"sp", ARG_FLAG, &tpp.sp, "sequence parallelism: shard the residual stream and norms along the sequence", NULL, 0, 0},
+    {"bench-csv", ARG_STRING, &tpp.bench_csv, "append one summary row (degrees, link, mean times, bytes) to this CSV", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"08_tensor_parallel", "08_tensor_parallel/tp", "tensor parallelism",
+     "Megatron-style tensor parallelism of the Llama-style model: heads, ffn and\n"
+     "vocabulary split over --tp ranks, one all-reduce after each row-parallel\n"
+     "product (the f and g operators), --sp for sequence parallelism; the other\n"
+     "ranks are data-parallel replicas.", flags, ARRAY_LEN(flags), NULL, 0},
+    &tpp, NULL, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

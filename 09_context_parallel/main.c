@@ -75,7 +75,7 @@ static void layout_line(const model_t *m, const char *algo) {
 }
 
 /* Per rank: its attention work against the formula, and its mean times. */
-static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
+static void report_cp(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
     const model_t *m = &tr->model;
     const int W = tr->dist.world;
     const int cpu = tr->dev.kind == DEV_CPU;
@@ -114,66 +114,83 @@ static void report(const train_t *tr, const cpp_t *p, cp_algo_t algo) {
         m->T, m->cfg.seq, mem->peak[MEM_COMM] / 1e6, mem->peak[MEM_ACTS] / 1e6);
 }
 
-int main(int argc, char **argv) {
-    cpp_t p = {.cp = 0, .algo = "ring"};
-    arg_t flags[] = {
-        {"cp", ARG_INT, &p.cp, "context-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
-        {"cp-algo", ARG_CHOICE, &p.algo, "attention across the ranks' tokens", "ring|ulysses", 0, 0},
-        {"no-balance", ARG_FLAG, &p.no_balance, "one chunk per rank in order (causal work unbalanced) instead of chunks i and 2C-1-i", NULL, 0, 0},
-        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (algorithm, degrees, sequence, attention time, memory) to this CSV", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "09_context_parallel", "09_context_parallel/cp", "context parallelism",
-        "Context parallelism of the Llama-style model: every sequence split over --cp\n"
-        "ranks, attention across them by ring attention (key/value blocks passed\n"
-        "around a ring, merged by online softmax) or Ulysses (all-to-all from\n"
-        "sequence to heads and back); causal load balance with two chunks per rank.\n"
-        "The other ranks are data-parallel replicas.", flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    train_init(&tr, &argc, &argv, &prog);
-    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
-    cp_algo_t algo = strcmp(p.algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
-    if (p.cp == 0) p.cp = tr.dist.world;
-    train_setup(&tr, 1, p.cp, 1);
-    tr.shard.cp_balance = !p.no_balance;
-    cp_check(&tr.cfg, &tr.shard, algo);
-    train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    model_t *m = &tr.model;
-    cp_init(&p.c, &tr.axis[AXIS_CP], m, algo);
+static cp_algo_t algo_of(const cpp_t *p) { return strcmp(p->algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING; }
+
+static cpp_t cpp = {.cp = 0, .algo = "ring"};
+
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    cpp_t *p = ctx;
+    (void)tp, (void)pp;
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p->bench_csv, BENCH_HEADER);
+    if (p->cp == 0) p->cp = tr->dist.world;
+    *cp = p->cp;
+}
+
+/* Each sequence cut over the cp ranks, attention across them, DDP over the
+ * context x data group. */
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    cpp_t *p = ctx;
+    cp_algo_t algo = algo_of(p);
+    tr->shard.cp_balance = !p->no_balance;
+    cp_check(&tr->cfg, &tr->shard, algo);
+    train_model(tr, MODEL_PARAMS_AND_GRADS);
+    model_t *m = &tr->model;
+    cp_init(&p->c, &tr->axis[AXIS_CP], m, algo);
     layout_line(m, cp_algo_name[algo]);
     if (algo == CP_ULYSSES)
         say("cp:      Ulysses: each rank attends %d of %d query heads (%d kv head%s%s) over all %d tokens\n",
-            p.c.Hc, m->H, p.c.KVc, p.c.KVc == 1 ? "" : "s",
-            m->KV % p.cp ? ", each shared by the ranks whose query heads read it" : "", tr.cfg.seq);
+            p->c.Hc, m->H, p->c.KVc, p->c.KVc == 1 ? "" : "s",
+            m->KV % p->cp ? ", each shared by the ranks whose query heads read it" : "", tr->cfg.seq);
     say("dp:      gradients all-reduced over the %d rank%s of the context x data group (cp %d x dp %d)\n",
-        tr.grad.size, tr.grad.size == 1 ? "" : "s", p.cp, tr.dp);
-    runner_init(&p.run, NULL, &tr, train_ddp(&tr, &p.gs, 1), 0, 0);
-    runner_add_seam(&p.run, &p.c.st.comm_s);
-    train_optimizer(&tr, NULL, 0, 0);
-    train_run(&tr, cp_step, &p);
+        tr->grad.size, tr->grad.size == 1 ? "" : "s", p->cp, tr->dp);
+    runner_init(&p->run, NULL, tr, train_ddp(tr, &p->gs, 1), 0, 0);
+    runner_add_seam(&p->run, &p->c.st.comm_s);
+    train_optimizer(tr, NULL, 0, 0);
+    *step_ctx = p;
+    return cp_step;
+}
 
-    report(&tr, &p, algo);
-    if (p.bench_csv && tr.timed > 0) {
+static void report(train_t *tr, void *ctx) {
+    cpp_t *p = ctx;
+    cp_algo_t algo = algo_of(p);
+    report_cp(tr, p, algo);
+    if (p->bench_csv && tr->timed > 0) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        double v[7] = {p.timed ? 1e3 * p.sum.compute_s / p.timed : 0, 0,
-                       p.timed ? 1e3 * p.sum.compute_s_cpu / p.timed : 0, 0,
-                       p.timed ? 1e3 * p.sum.comm_s / p.timed : 0, (double)dev_mem()->total_peak,
+        double v[7] = {p->timed ? 1e3 * p->sum.compute_s / p->timed : 0, 0,
+                       p->timed ? 1e3 * p->sum.compute_s_cpu / p->timed : 0, 0,
+                       p->timed ? 1e3 * p->sum.comm_s / p->timed : 0, (double)dev_mem()->total_peak,
                        ru.ru_maxrss / 1024.0};
         v[1] = -v[0];   /* the minimum over ranks, by the same MAX */
         v[3] = -v[2];
-        if (tr.dev.kind != DEV_CPU) v[2] = v[3] = 0;   /* host time of a GPU's launches: not the work */
-        double sent = p.last.bytes[0] + p.last.bytes[1];
+        if (tr->dev.kind != DEV_CPU) v[2] = v[3] = 0;   /* host time of a GPU's launches: not the work */
+        double sent = p->last.bytes[0] + p->last.bytes[1];
         dist_allreduce(v, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
         dist_allreduce(&sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "the benchmark row");
-        csv_append_row(p.bench_csv, BENCH_HEADER, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f",
-                       cp_algo_name[algo], p.cp, tr.dp, !p.no_balance, tr.cfg.seq, tr.o.batch, tr.sum_ms / tr.timed,
-                       v[0], -v[1], v[2], -v[3], v[4], sent / 1e6, v[5] / 1048576.0, tr.acts.bytes / 1048576.0, v[6]);
+        csv_append_row(p->bench_csv, BENCH_HEADER, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.1f",
+                       cp_algo_name[algo], p->cp, tr->dp, !p->no_balance, tr->cfg.seq, tr->o.batch,
+                       tr->sum_ms / tr->timed, v[0], -v[1], v[2], -v[3], v[4], sent / 1e6, v[5] / 1048576.0,
+                       tr->acts.bytes / 1048576.0, v[6]);
     }
-    runner_free(&p.run);
-    grad_sync_free(&p.gs);
-    cp_free(&p.c);
-    train_finish(&tr);
-    return 0;
+    runner_free(&p->run);
+    grad_sync_free(&p->gs);
+    cp_free(&p->c);
 }
+
+static arg_t flags[] = {
+    {"cp", ARG_INT, &cpp.cp, "context-parallel degree (0: every rank; the rest are data-parallel replicas)", NULL, 0, 1e6},
+    {"cp-algo", ARG_CHOICE, &cpp.algo, "attention across the ranks' tokens", "ring|ulysses", 0, 0},
+    {"no-balance", ARG_FLAG, &cpp.no_balance, "one chunk per rank in order (causal work unbalanced) instead of chunks i and 2C-1-i", NULL, 0, 0},
+    {"bench-csv", ARG_STRING, &cpp.bench_csv, "append one summary row (algorithm, degrees, sequence, attention time, memory) to this CSV", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"09_context_parallel", "09_context_parallel/cp", "context parallelism",
+     "Context parallelism of the Llama-style model: every sequence split over --cp\n"
+     "ranks, attention across them by ring attention (key/value blocks passed\n"
+     "around a ring, merged by online softmax) or Ulysses (all-to-all from\n"
+     "sequence to heads and back); causal load balance with two chunks per rank.\n"
+     "The other ranks are data-parallel replicas.", flags, ARRAY_LEN(flags), NULL, 0},
+    &cpp, NULL, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

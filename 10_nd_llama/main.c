@@ -310,9 +310,9 @@ static void check_mesh(train_t *tr, nd_t *p) {
     p->algo = strcmp(p->cp_algo, "ulysses") == 0 ? CP_ULYSSES : CP_RING;
 }
 
-/* The communicators, this rank's shard of the model, and the schedule. */
+/* This rank's shard of the model, and the schedule (after train_setup: the
+ * communicators). */
 static void shard(train_t *tr, nd_t *p) {
-    train_setup(tr, p->tp, p->cp, p->pp);
     if (tr->dp != p->dp) die("the mesh has %d data-parallel ranks, expected %d", tr->dp, p->dp);
     if (p->V > 1) model_shard_stage(&tr->shard, &tr->cfg, p->pp, tr->mesh.coord[AXIS_PP], p->V);
     tr->shard.sp = p->sp;
@@ -330,7 +330,7 @@ static void shard(train_t *tr, nd_t *p) {
 
 /* The model, wrapped from the inside out (the list at the top), and the
  * runner over it. */
-static void compose(train_t *tr, nd_t *p) {
+static void wrap(train_t *tr, nd_t *p) {
     model_t *m = &tr->model;
     if (p->fo.zero) fsdp_init(&p->f, tr, &tr->grad, NULL, &p->fo);   /* builds the model (ZeRO's arrays) */
     else train_model(tr, MODEL_PARAMS_AND_GRADS);
@@ -371,66 +371,82 @@ static void print_mesh(const train_t *tr, const nd_t *p) {
         "each stage's last backward" : "nothing to sum", p->policy.name);
 }
 
-int main(int argc, char **argv) {
-    nd_t p = {.tp = 1, .cp = 1, .pp = 1, .schedule = "1f1b", .cp_algo = "ring", .recompute = "none",
-              .fo = FSDP_OPTS_DEFAULT};
-    p.fo.zero = 0;
-    arg_t flags[] = {
-        {"tp", ARG_INT, &p.tp, "tensor-parallel degree (mesh axis 0, fastest)", NULL, 1, 1e6},
-        {"cp", ARG_INT, &p.cp, "context-parallel degree (axis 1)", NULL, 1, 1e6},
-        {"pp", ARG_INT, &p.pp, "pipeline stages (axis 2)", NULL, 1, 1e6},
-        {"dp", ARG_INT, &p.dp, "data-parallel degree (axis 3; 0: the rest of the world)", NULL, 0, 1e6},
-        {"sp", ARG_FLAG, &p.sp, "sequence parallelism inside the tensor-parallel group", NULL, 0, 0},
-        {"cp-algo", ARG_CHOICE, &p.cp_algo, "context-parallel attention", "ring|ulysses", 0, 0},
-        {"no-balance", ARG_FLAG, &p.no_balance, "context parallelism: one chunk per rank in order (causal work unbalanced)", NULL, 0, 0},
-        {"schedule", ARG_CHOICE, &p.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
-        {"virtual", ARG_INT, &p.virt, "model chunks per stage for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
-        {"recompute", ARG_STRING, &p.recompute, "activation recomputation: none, full, every:C, sqrt, selective, block:K", NULL, 0, 0},
-        FSDP_FLAGS(p.fo),
-        {"preset", ARG_CHOICE, &p.preset, "a named model (sets the shape flags; later flags still apply)", PRESET_CHOICES, 0, 0},
-        {"dry-run", ARG_FLAG, &p.dry_run, "build the mesh and the shards, print per-rank memory and FLOPs, allocate no model, exit", NULL, 0, 0},
-        {"bench-csv", ARG_STRING, &p.bench_csv, "append one summary row (configuration, MFU, HFU, time by cause) to this CSV", NULL, 0, 0},
-    };
-    train_program_t prog = {
-        "10_nd_llama", "10_nd_llama/train", "4D parallelism (tp x cp x pp x dp)",
-        "The Llama-style model on a [tp, cp, pp, dp] mesh: tensor parallelism (and\n"
-        "sequence parallelism) inside each layer, context parallelism inside attention,\n"
-        "pipeline stages under a schedule, and data parallelism (DDP or ZeRO-1/2/3) over\n"
-        "the context x data group -- chapters 04-09's modules composed. Prints the\n"
-        "exposed communication of each axis per step and the time by cause at the end.",
-        flags, ARRAY_LEN(flags)};
-    train_t tr;
-    train_defaults(&tr);
-    tr.o.micro = 4;
-    apply_preset(&tr, argc, argv);
-    train_init(&tr, &argc, &argv, &prog);
-    args_check_output(MPI_COMM_WORLD, "bench-csv", p.bench_csv, BENCH_HEADER);
+static nd_t nd = {.tp = 1, .cp = 1, .pp = 1, .schedule = "1f1b", .cp_algo = "ring", .recompute = "none",
+                  .fo = FSDP_OPTS_DEFAULT};
 
-    check_mesh(&tr, &p);
-    shard(&tr, &p);
-    if (p.dry_run) {
-        dry_run(&tr, &p);
-        pipe_schedule_free(&p.s);
+/* DDP, 4 micro-batches, and a --preset's shape (later flags still apply). */
+static void defaults(train_t *tr, void *ctx, int argc, char **argv) {
+    ((nd_t *)ctx)->fo.zero = 0;
+    tr->o.micro = 4;
+    apply_preset(tr, argc, argv);
+}
+
+static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
+    nd_t *p = ctx;
+    args_check_output(MPI_COMM_WORLD, "bench-csv", p->bench_csv, BENCH_HEADER);
+    check_mesh(tr, p);
+    *tp = p->tp;
+    *cp = p->cp;
+    *pp = p->pp;
+}
+
+static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
+    nd_t *p = ctx;
+    shard(tr, p);
+    if (p->dry_run) {
+        dry_run(tr, p);
+        pipe_schedule_free(&p->s);
         usage_exit_ok();
     }
-    compose(&tr, &p);
-    print_mesh(&tr, &p);
-    if (p.fo.zero) train_optimizer(&tr, p.f.pieces, p.f.n_units, p.f.S);
-    else train_optimizer(&tr, NULL, 0, 0);
-    p.inner_note = tr.step_note;
-    p.inner_note_ctx = tr.step_note_ctx;
-    tr.step_note = step_note;
-    tr.step_note_ctx = &p;
-    train_run(&tr, nd_step, &p);
-    summary(&tr, &p);
-    if (p.fo.zero) zero_report(&tr, &p);
-
-    runner_free(&p.run);
-    if (p.fo.zero) fsdp_free(&p.f);
-    else if (tr.grad.size > 1) grad_sync_free(&p.gs);
-    if (p.cp > 1) cp_free(&p.c);
-    if (p.tp > 1) tp_free(&p.t);
-    pipe_schedule_free(&p.s);
-    train_finish(&tr);
-    return 0;
+    wrap(tr, p);
+    print_mesh(tr, p);
+    if (p->fo.zero) train_optimizer(tr, p->f.pieces, p->f.n_units, p->f.S);
+    else train_optimizer(tr, NULL, 0, 0);
+    p->inner_note = tr->step_note;
+    p->inner_note_ctx = tr->step_note_ctx;
+    tr->step_note = step_note;
+    tr->step_note_ctx = p;
+    *step_ctx = p;
+    return nd_step;
 }
+
+static void report(train_t *tr, void *ctx) {
+    nd_t *p = ctx;
+    summary(tr, p);
+    if (p->fo.zero) zero_report(tr, p);
+    runner_free(&p->run);
+    if (p->fo.zero) fsdp_free(&p->f);
+    else if (tr->grad.size > 1) grad_sync_free(&p->gs);
+    if (p->cp > 1) cp_free(&p->c);
+    if (p->tp > 1) tp_free(&p->t);
+    pipe_schedule_free(&p->s);
+}
+
+static arg_t flags[] = {
+    {"tp", ARG_INT, &nd.tp, "tensor-parallel degree (mesh axis 0, fastest)", NULL, 1, 1e6},
+    {"cp", ARG_INT, &nd.cp, "context-parallel degree (axis 1)", NULL, 1, 1e6},
+    {"pp", ARG_INT, &nd.pp, "pipeline stages (axis 2)", NULL, 1, 1e6},
+    {"dp", ARG_INT, &nd.dp, "data-parallel degree (axis 3; 0: the rest of the world)", NULL, 0, 1e6},
+    {"sp", ARG_FLAG, &nd.sp, "sequence parallelism inside the tensor-parallel group", NULL, 0, 0},
+    {"cp-algo", ARG_CHOICE, &nd.cp_algo, "context-parallel attention", "ring|ulysses", 0, 0},
+    {"no-balance", ARG_FLAG, &nd.no_balance, "context parallelism: one chunk per rank in order (causal work unbalanced)", NULL, 0, 0},
+    {"schedule", ARG_CHOICE, &nd.schedule, "pipeline schedule", "naive|gpipe|1f1b|interleaved", 0, 0},
+    {"virtual", ARG_INT, &nd.virt, "model chunks per stage for the interleaved schedule (0: 2 there, 1 elsewhere)", NULL, 0, 1e4},
+    {"recompute", ARG_STRING, &nd.recompute, "activation recomputation: none, full, every:C, sqrt, selective, block:K", NULL, 0, 0},
+    FSDP_FLAGS(nd.fo),
+    {"preset", ARG_CHOICE, &nd.preset, "a named model (sets the shape flags; later flags still apply)", PRESET_CHOICES, 0, 0},
+    {"dry-run", ARG_FLAG, &nd.dry_run, "build the mesh and the shards, print per-rank memory and FLOPs, allocate no model, exit", NULL, 0, 0},
+    {"bench-csv", ARG_STRING, &nd.bench_csv, "append one summary row (configuration, MFU, HFU, time by cause) to this CSV", NULL, 0, 0},
+};
+
+static const train_chapter_t chapter = {
+    {"10_nd_llama", "10_nd_llama/train", "4D parallelism (tp x cp x pp x dp)",
+     "The Llama-style model on a [tp, cp, pp, dp] mesh: tensor parallelism (and\n"
+     "sequence parallelism) inside each layer, context parallelism inside attention,\n"
+     "pipeline stages under a schedule, and data parallelism (DDP or ZeRO-1/2/3) over\n"
+     "the context x data group -- chapters 04-09's modules composed. Prints the\n"
+     "exposed communication of each axis per step and the time by cause at the end.",
+     flags, ARRAY_LEN(flags), NULL, 0},
+    &nd, defaults, check, compose, report};
+
+int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }

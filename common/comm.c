@@ -467,6 +467,11 @@ void comm_group_end(comm_t *cm) {
     cm->ngrouped = 0;
 }
 
+void comm_nap(void) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
 int comm_progress(comm_t *cm, comm_req_t *req) {
     if (!req->active) return 1;
 #ifdef USE_CUDA

@@ -161,6 +161,10 @@ void comm_group_begin(comm_t *cm);
 void comm_group_end(comm_t *cm);
 /* Let MPI move data while the caller computes; returns 1 when req is done. */
 int comm_progress(comm_t *cm, comm_req_t *req);
+/* Between two polls of a request: sleep 20 us, short against a forward
+ * (milliseconds) and long enough that a waiting rank leaves its core to the
+ * ranks that compute, instead of spinning. */
+void comm_nap(void);
 void comm_wait(comm_t *cm, comm_req_t *req);
 /* Tell the watchdog (check.h) that this rank waits for req (what NULL: its
  * kind), naming the ranks it depends on: a message's peers, or every rank of

@@ -36,7 +36,6 @@ const char *compress_name(const compress_spec_t *spec, char *buf) {
     return buf;
 }
 
-static size_t blocks(size_t n) { return (n + COMPRESS_BLOCK - 1) / COMPRESS_BLOCK; }
 size_t compress_topk_k(const compress_spec_t *spec, size_t n) {
     size_t k = (size_t)ceil(spec->frac * (double)n - 1e-9);
     return k < 1 ? 1 : k > n ? n : k;
@@ -72,8 +71,8 @@ size_t compress_piece_bytes(const compress_spec_t *spec, size_t n, const compres
     size_t b = 0;
     switch (spec->kind) {
     case COMPRESS_NONE: b = 4 * n; break;
-    case COMPRESS_INT8: b = n + 4 * blocks(n); break;
-    case COMPRESS_SIGN: b = (n + 7) / 8 + 4 * blocks(n); break;
+    case COMPRESS_INT8: return ops_block_code_bytes(0, n);
+    case COMPRESS_SIGN: return ops_block_code_bytes(1, n);
     case COMPRESS_TOPK: b = 8 * compress_topk_k(spec, n); break;
     case COMPRESS_POWERSGD: b = 4 * powersgd_words(spec->rank, n, t, nt); break;
     }
@@ -96,102 +95,24 @@ const char *compress_formula(const compress_spec_t *spec) {
     }
 }
 
-/* ---- int8, sign, top-k ---------------------------------------------------------- */
-
-/* Quickselect: the k-th largest of v[0..n) (1 <= k <= n), reordering v. */
-static float kth_largest(float *v, size_t n, size_t k) {
-    size_t lo = 0, hi = n, want = k - 1;
-    while (hi - lo > 1) {
-        float p = v[lo + (hi - lo) / 2], t;
-        size_t lt = lo, i = lo, gt = hi;   /* [lo, lt) > p, [lt, gt) == p, [gt, hi) < p */
-        while (i < gt) {
-            if (v[i] > p) { t = v[lt]; v[lt++] = v[i]; v[i++] = t; }
-            else if (v[i] < p) { t = v[--gt]; v[gt] = v[i]; v[i] = t; }
-            else i++;
-        }
-        if (want < lt) hi = lt;
-        else if (want >= gt) lo = gt;
-        else return p;
-    }
-    return v[lo];
-}
-
-void compress_topk_encode(const float *x, size_t n, size_t k, void *out) {
-    float *val = out;
-    uint32_t *idx = (uint32_t *)(val + k);
-    float *mag = xmalloc(sizeof(float) * n);
-    for (size_t i = 0; i < n; i++) mag[i] = fabsf(x[i]);
-    float thr = kth_largest(mag, n, k);
-    free(mag);
-    size_t above = 0, j = 0;
-    for (size_t i = 0; i < n; i++) above += fabsf(x[i]) > thr;
-    size_t ties = k - above;   /* values equal to the threshold: the first ones */
-    for (size_t i = 0; i < n && j < k; i++) {
-        float a = fabsf(x[i]);
-        if (a > thr || (a == thr && ties > 0)) {
-            if (a == thr) ties--;
-            val[j] = x[i];
-            idx[j++] = (uint32_t)i;
-        }
-    }
-}
-
-void compress_topk_decode_add(const void *in, size_t k, float alpha, float *acc) {
-    const float *val = in;
-    const uint32_t *idx = (const uint32_t *)(val + k);
-    for (size_t j = 0; j < k; j++) acc[idx[j]] += alpha * val[j];
-}
+/* ---- int8, sign, top-k: the host's kernels (ops_cpu) --------------------------------- */
 
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out) {
-    size_t nb = blocks(n);
-    memset(out, 0, compress_piece_bytes(spec, n, NULL, 0));
-    if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN) {
-        float *scale = out;                          /* (nb) */
-        uint8_t *codes = (uint8_t *)(scale + nb);    /* int8: (n); sign: (ceil(n / 8)) bits */
-        for (size_t b = 0; b < nb; b++) {
-            size_t lo = b * COMPRESS_BLOCK, hi = lo + COMPRESS_BLOCK < n ? lo + COMPRESS_BLOCK : n;
-            double big = 0, l1 = 0;
-            for (size_t i = lo; i < hi; i++) {
-                double a = fabs(x[i]);
-                l1 += a;
-                if (a > big) big = a;
-            }
-            if (spec->kind == COMPRESS_INT8) {
-                float s = (float)(big / 127.0);
-                scale[b] = s;
-                for (size_t i = lo; i < hi; i++) {
-                    long q = s > 0 ? lrintf(x[i] / s) : 0;
-                    codes[i] = (uint8_t)(int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
-                }
-            } else {
-                scale[b] = (float)(l1 / (double)(hi - lo));   /* mean |x|: keeps the block's L1 norm */
-                for (size_t i = lo; i < hi; i++)
-                    if (x[i] >= 0) codes[i / 8] |= (uint8_t)(1u << (i % 8));
-            }
-        }
-    } else if (spec->kind == COMPRESS_TOPK) {
-        compress_topk_encode(x, n, compress_topk_k(spec, n), out);
-    } else {
+    if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN)
+        ops_cpu.block_encode(NULL, spec->kind == COMPRESS_SIGN, x, n, out);
+    else if (spec->kind == COMPRESS_TOPK)
+        ops_cpu.topk_encode(NULL, x, n, compress_topk_k(spec, n), out);
+    else
         die("compress_encode: %d has no piece to encode", (int)spec->kind);
-    }
 }
 
 void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc) {
-    size_t nb = blocks(n);
-    if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN) {
-        const float *scale = in;
-        const uint8_t *codes = (const uint8_t *)(scale + nb);
-        for (size_t i = 0; i < n; i++) {
-            float s = scale[i / COMPRESS_BLOCK];
-            float d = spec->kind == COMPRESS_INT8 ? s * (float)(int8_t)codes[i]
-                                                  : (codes[i / 8] >> (i % 8) & 1u) ? s : -s;
-            acc[i] += alpha * d;
-        }
-    } else if (spec->kind == COMPRESS_TOPK) {
-        compress_topk_decode_add(in, compress_topk_k(spec, n), alpha, acc);
-    } else {
+    if (spec->kind == COMPRESS_INT8 || spec->kind == COMPRESS_SIGN)
+        ops_cpu.block_decode_add(NULL, spec->kind == COMPRESS_SIGN, in, n, alpha, acc);
+    else if (spec->kind == COMPRESS_TOPK)
+        ops_cpu.topk_decode_add(NULL, in, compress_topk_k(spec, n), alpha, acc);
+    else
         die("compress_decode_add: %d has no piece to decode", (int)spec->kind);
-    }
 }
 
 /* ---- the compressed all-reduce ----------------------------------------------------- */
@@ -274,20 +195,6 @@ int compressor_state(const compressor_t *z, float *buf[2], size_t len[2], const 
 
 double compressor_sent_bytes(const compressor_t *z, int N) {
     return compress_sent_bytes(&z->spec, z->n, z->flat ? NULL : z->t, z->nt, N);
-}
-
-void compress_orthonormalise(float *a, size_t rows, int R) {
-    for (int j = 0; j < R; j++) {
-        for (int i = 0; i < j; i++) {
-            double d = 0;
-            for (size_t r = 0; r < rows; r++) d += (double)a[r * R + i] * a[r * R + j];
-            for (size_t r = 0; r < rows; r++) a[r * R + j] -= (float)d * a[r * R + i];
-        }
-        double norm = 0;
-        for (size_t r = 0; r < rows; r++) norm += (double)a[r * R + j] * a[r * R + j];
-        norm = sqrt(norm);
-        for (size_t r = 0; r < rows; r++) a[r * R + j] = norm > 1e-30 ? (float)(a[r * R + j] / norm) : 0.0f;
-    }
 }
 
 /* x <- the sum over ranks of e, each matrix as P Q^T (one warm-started

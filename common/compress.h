@@ -3,7 +3,7 @@
  * A compressor C maps a vector x of n fp32 values to fewer bytes, and D maps
  * them back (D(C(x)) ~ x). Four of them:
  *
- *   int8        per block of COMPRESS_BLOCK values: scale s = max|x| / 127,
+ *   int8        per block of OPS_CODE_BLOCK values: scale s = max|x| / 127,
  *               q = round(x / s) in int8.  Bytes: n + 4 ceil(n / B).
  *   sign        1 bit per value (its sign) and per block the scale
  *               s = mean|x| (Seide et al. 2014, 1-bit SGD; scaled sign as
@@ -58,8 +58,6 @@
 extern "C" {
 #endif
 
-#define COMPRESS_BLOCK 256   /* values per int8 / sign scale */
-
 typedef enum { COMPRESS_NONE = 0, COMPRESS_INT8, COMPRESS_SIGN, COMPRESS_TOPK, COMPRESS_POWERSGD } compress_kind;
 
 /* One tensor of the gradient, row-major: rows x cols values (a vector has
@@ -93,19 +91,14 @@ void compress_matrix(size_t n, size_t *m, size_t *c);
 /* PowerSGD's rank for an m x c matrix: min(R, m, c). */
 size_t compress_matrix_rank(int R, size_t m, size_t c);
 
-/* int8, sign, topk: encode x (n values) into out (compress_piece_bytes);
- * decode in and add alpha x D into acc. */
+/* int8, sign, topk on the host (the kernels of ops.h on the CPU): encode x
+ * (n values) into out (compress_piece_bytes); decode in and add alpha x D
+ * into acc. */
 void compress_encode(const compress_spec_t *spec, const float *x, size_t n, void *out);
 void compress_decode_add(const compress_spec_t *spec, const void *in, size_t n, float alpha, float *acc);
 
 /* top-k of k values (compress_topk_k) from x's n: the piece's layout above. */
 size_t compress_topk_k(const compress_spec_t *spec, size_t n);
-void compress_topk_encode(const float *x, size_t n, size_t k, void *out);
-void compress_topk_decode_add(const void *in, size_t k, float alpha, float *acc);
-
-/* PowerSGD's Gram-Schmidt: the R columns of a (rows, R) row-major matrix
- * made orthonormal (sums in double; a column that vanishes stays zero). */
-void compress_orthonormalise(float *a, size_t rows, int R);
 
 typedef struct {
     compress_spec_t spec;

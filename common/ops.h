@@ -227,21 +227,28 @@ typedef struct {
                   void *working, dtype_t working_t, size_t n, float lr, float beta1, float beta2,
                   float eps, float wd, float grad_scale, int step);
 
-    /* ---- gradient compression (compress.h) ------------------------------------
-     * block_encode: the int8 (sign = 0) or sign (sign = 1) piece of x's n fp32
-     * values, compress_encode's layout, arithmetic and bytes (padding zero).
-     * block_decode_add: acc += alpha * D(in), the product rounded before the
-     * add. topk_encode: the top-k piece (k values and their indices) of x,
-     * compress_topk_encode's selection (ties: lower index first);
+    /* ---- gradient codes (the kernels of compress.h's compressors) ------------
+     * block_encode: the int8 (sign = 0) or sign (sign = 1) code of x's n fp32
+     * values: per block of OPS_CODE_BLOCK values a float scale (int8: max|x| /
+     * 127, codes round(x / scale) clamped to +-127; sign: mean|x|, one bit per
+     * value, set for x >= 0), the nb scales first, then the codes, padded with
+     * zeros to ops_block_code_bytes. block_decode_add: acc += alpha * D(in),
+     * the product rounded before the add. topk_encode: the k values of largest
+     * |x| (ties: lower index first) in index order, then their uint32 indices;
      * topk_decode_add: acc[idx] += alpha * val. Both backends give the same bits. */
     void (*block_encode)(const device_t *d, int sign, const float *x, size_t n, void *out);
     void (*block_decode_add)(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc);
     void (*topk_encode)(const device_t *d, const float *x, size_t n, size_t k, void *out);
     void (*topk_decode_add)(const device_t *d, const void *in, size_t k, float alpha, float *acc);
     /* orthonormalise: the R columns of a (rows, R) row-major fp32 matrix made
-     * orthonormal by Gram-Schmidt, compress_orthonormalise's arithmetic. */
+     * orthonormal by Gram-Schmidt, sums in double (PowerSGD's); a column that
+     * vanishes stays zero. */
     void (*orthonormalise)(const device_t *d, float *a, size_t rows, int R);
 } ops_t;
+
+#define OPS_CODE_BLOCK 256   /* values per int8 / sign scale (a multiple of 8) */
+/* Bytes of block_encode's code of n values, in whole 4-byte words. */
+size_t ops_block_code_bytes(int sign, size_t n);
 
 extern const ops_t ops_cpu;
 #ifdef USE_CUDA

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "compress.h"
 #include "ops.h"
 
 /* ---- scratch --------------------------------------------------------------- */
@@ -665,25 +664,114 @@ static void cpu_adamw(const device_t *d, float *master, float *m, float *v, cons
     }
 }
 
+/* ---- gradient codes: compress.h's int8, sign and top-k, PowerSGD's Gram-Schmidt ---------- */
+
+size_t ops_block_code_bytes(int sign, size_t n) {
+    size_t nb = (n + OPS_CODE_BLOCK - 1) / OPS_CODE_BLOCK;
+    return ((sign ? (n + 7) / 8 : n) + 4 * nb + 3) / 4 * 4;
+}
+
 static void cpu_block_encode(const device_t *d, int sign, const float *x, size_t n, void *out) {
     (void)d;
-    compress_encode(&(compress_spec_t){sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0}, x, n, out);
+    size_t nb = (n + OPS_CODE_BLOCK - 1) / OPS_CODE_BLOCK;
+    memset(out, 0, ops_block_code_bytes(sign, n));
+    float *scale = out;                          /* (nb) */
+    uint8_t *codes = (uint8_t *)(scale + nb);    /* int8: (n); sign: (ceil(n / 8)) bits */
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * OPS_CODE_BLOCK, hi = lo + OPS_CODE_BLOCK < n ? lo + OPS_CODE_BLOCK : n;
+        double big = 0, l1 = 0;
+        for (size_t i = lo; i < hi; i++) {
+            double a = fabs(x[i]);
+            l1 += a;
+            if (a > big) big = a;
+        }
+        if (!sign) {
+            float s = (float)(big / 127.0);
+            scale[b] = s;
+            for (size_t i = lo; i < hi; i++) {
+                long q = s > 0 ? lrintf(x[i] / s) : 0;
+                codes[i] = (uint8_t)(int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+            }
+        } else {
+            scale[b] = (float)(l1 / (double)(hi - lo));   /* mean |x|: keeps the block's L1 norm */
+            for (size_t i = lo; i < hi; i++)
+                if (x[i] >= 0) codes[i / 8] |= (uint8_t)(1u << (i % 8));
+        }
+    }
 }
+
 static void cpu_block_decode_add(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc) {
     (void)d;
-    compress_decode_add(&(compress_spec_t){sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0}, in, n, alpha, acc);
+    size_t nb = (n + OPS_CODE_BLOCK - 1) / OPS_CODE_BLOCK;
+    const float *scale = in;
+    const uint8_t *codes = (const uint8_t *)(scale + nb);
+    for (size_t i = 0; i < n; i++) {
+        float s = scale[i / OPS_CODE_BLOCK];
+        float v = !sign ? s * (float)(int8_t)codes[i] : (codes[i / 8] >> (i % 8) & 1u) ? s : -s;
+        acc[i] += alpha * v;
+    }
 }
+
+/* Quickselect: the k-th largest of v[0..n) (1 <= k <= n), reordering v. */
+static float kth_largest(float *v, size_t n, size_t k) {
+    size_t lo = 0, hi = n, want = k - 1;
+    while (hi - lo > 1) {
+        float p = v[lo + (hi - lo) / 2], t;
+        size_t lt = lo, i = lo, gt = hi;   /* [lo, lt) > p, [lt, gt) == p, [gt, hi) < p */
+        while (i < gt) {
+            if (v[i] > p) { t = v[lt]; v[lt++] = v[i]; v[i++] = t; }
+            else if (v[i] < p) { t = v[--gt]; v[gt] = v[i]; v[i] = t; }
+            else i++;
+        }
+        if (want < lt) hi = lt;
+        else if (want >= gt) lo = gt;
+        else return p;
+    }
+    return v[lo];
+}
+
 static void cpu_topk_encode(const device_t *d, const float *x, size_t n, size_t k, void *out) {
     (void)d;
-    compress_topk_encode(x, n, k, out);
+    float *val = out;
+    uint32_t *idx = (uint32_t *)(val + k);
+    float *mag = xmalloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) mag[i] = fabsf(x[i]);
+    float thr = kth_largest(mag, n, k);
+    free(mag);
+    size_t above = 0, j = 0;
+    for (size_t i = 0; i < n; i++) above += fabsf(x[i]) > thr;
+    size_t ties = k - above;   /* values equal to the threshold: the first ones */
+    for (size_t i = 0; i < n && j < k; i++) {
+        float a = fabsf(x[i]);
+        if (a > thr || (a == thr && ties > 0)) {
+            if (a == thr) ties--;
+            val[j] = x[i];
+            idx[j++] = (uint32_t)i;
+        }
+    }
 }
+
 static void cpu_topk_decode_add(const device_t *d, const void *in, size_t k, float alpha, float *acc) {
     (void)d;
-    compress_topk_decode_add(in, k, alpha, acc);
+    const float *val = in;
+    const uint32_t *idx = (const uint32_t *)(val + k);
+    for (size_t j = 0; j < k; j++) acc[idx[j]] += alpha * val[j];
 }
+
+/* Sums in double; a column that vanishes stays zero. */
 static void cpu_orthonormalise(const device_t *d, float *a, size_t rows, int R) {
     (void)d;
-    compress_orthonormalise(a, rows, R);
+    for (int j = 0; j < R; j++) {
+        for (int i = 0; i < j; i++) {
+            double dot = 0;
+            for (size_t r = 0; r < rows; r++) dot += (double)a[r * R + i] * a[r * R + j];
+            for (size_t r = 0; r < rows; r++) a[r * R + j] -= (float)dot * a[r * R + i];
+        }
+        double norm = 0;
+        for (size_t r = 0; r < rows; r++) norm += (double)a[r * R + j] * a[r * R + j];
+        norm = sqrt(norm);
+        for (size_t r = 0; r < rows; r++) a[r * R + j] = norm > 1e-30 ? (float)(a[r * R + j] / norm) : 0.0f;
+    }
 }
 
 const ops_t ops_cpu = {

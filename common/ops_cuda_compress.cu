@@ -1,33 +1,32 @@
 /* ops_cuda_compress.cu: int8, sign and top-k codes of a gradient
- * (compress.h) on the device, the same bytes as compress_encode and the
- * same sums as compress_decode_add, and PowerSGD's orthonormalisation.
+ * (ops.h) on the device, the same bytes and sums as ops_cpu.c's, and
+ * PowerSGD's orthonormalisation.
  *
- * Encode: one thread per block of COMPRESS_BLOCK values, which walks its
+ * Encode: one thread per block of OPS_CODE_BLOCK values, which walks its
  * block in order exactly as the CPU loop does (max |x| and sum |x| in
  * double, then the codes), so the scales and codes are bit for bit the
- * CPU's. COMPRESS_BLOCK is a multiple of 8, so a thread owns whole bytes of
+ * CPU's. OPS_CODE_BLOCK is a multiple of 8, so a thread owns whole bytes of
  * the sign bits. Decode: one thread per value, acc += alpha * D with the
  * product rounded before the add (no FMA contraction), as on the CPU.
  *
  * Top-k: the threshold is the k-th largest |x|, found by bisection on its
  * bits (a non-negative float orders as its bits do): the largest t with at
  * least k values of |x| >= t, each count a pass of one thread per chunk of
- * COMPRESS_BLOCK values and a one-thread sum. Then every value above t is
+ * OPS_CODE_BLOCK values and a one-thread sum. Then every value above t is
  * kept, and of those equal to t the first k - (count above t) in index
  * order, as the CPU keeps them: per chunk the counts above and equal, a
  * one-thread prefix sum over the chunks gives each chunk its first output
  * slot and its share of the ties, and each chunk writes its values in order.
  *
  * Orthonormalisation (PowerSGD's P, R columns): one thread walks the matrix
- * exactly as compress_orthonormalise does, in double; P is small (rows x R,
+ * exactly as ops_cpu.c's does, in double; P is small (rows x R,
  * R a few), and the order of its sums is then the CPU's. */
-#include "compress.h"
 #include "ops_cuda.cuh"
 
 __global__ void block_encode_kernel(int sign, const float *x, size_t n, size_t nb, float *scale,
                                     uint8_t *codes) {
     GRID_STRIDE(b, nb) {
-        size_t lo = b * COMPRESS_BLOCK, hi = lo + COMPRESS_BLOCK < n ? lo + COMPRESS_BLOCK : n;
+        size_t lo = b * OPS_CODE_BLOCK, hi = lo + OPS_CODE_BLOCK < n ? lo + OPS_CODE_BLOCK : n;
         double big = 0, l1 = 0;
         for (size_t i = lo; i < hi; i++) {
             double a = fabs((double)x[i]);
@@ -56,16 +55,15 @@ __global__ void block_encode_kernel(int sign, const float *x, size_t n, size_t n
 __global__ void block_decode_add_kernel(int sign, const float *scale, const uint8_t *codes, size_t n,
                                         float alpha, float *acc) {
     GRID_STRIDE(i, n) {
-        float s = scale[i / COMPRESS_BLOCK];
+        float s = scale[i / OPS_CODE_BLOCK];
         float d = !sign ? s * (float)(int8_t)codes[i] : (codes[i / 8] >> (i % 8) & 1u) ? s : -s;
         acc[i] = acc[i] + __fmul_rn(alpha, d);
     }
 }
 
 void cuda_block_encode(const device_t *d, int sign, const float *x, size_t n, void *out) {
-    compress_spec_t spec = {sign ? COMPRESS_SIGN : COMPRESS_INT8, 0, 0};
-    size_t nb = (n + COMPRESS_BLOCK - 1) / COMPRESS_BLOCK;
-    CUDA_CHECK(cudaMemsetAsync(out, 0, compress_piece_bytes(&spec, n, NULL, 0), stream_of(d)));
+    size_t nb = (n + OPS_CODE_BLOCK - 1) / OPS_CODE_BLOCK;
+    CUDA_CHECK(cudaMemsetAsync(out, 0, ops_block_code_bytes(sign, n), stream_of(d)));
     if (nb == 0) return;
     float *scale = (float *)out;
     LAUNCH(block_encode_kernel, stride_grid(nb), THREADS, 0, stream_of(d), sign, x, n, nb, scale,
@@ -73,7 +71,7 @@ void cuda_block_encode(const device_t *d, int sign, const float *x, size_t n, vo
 }
 
 void cuda_block_decode_add(const device_t *d, int sign, const void *in, size_t n, float alpha, float *acc) {
-    size_t nb = (n + COMPRESS_BLOCK - 1) / COMPRESS_BLOCK;
+    size_t nb = (n + OPS_CODE_BLOCK - 1) / OPS_CODE_BLOCK;
     if (n == 0) return;
     const float *scale = (const float *)in;
     LAUNCH(block_decode_add_kernel, stride_grid(n), THREADS, 0, stream_of(d), sign, scale,
@@ -85,7 +83,7 @@ __device__ static unsigned mag_bits(float v) { return __float_as_uint(fabsf(v));
 /* cnt[c] = values of chunk c with |x| >= t (bits). */
 __global__ void topk_count_kernel(const float *x, size_t n, size_t nc, unsigned t, size_t *cnt) {
     GRID_STRIDE(c, nc) {
-        size_t lo = c * COMPRESS_BLOCK, hi = lo + COMPRESS_BLOCK < n ? lo + COMPRESS_BLOCK : n, m = 0;
+        size_t lo = c * OPS_CODE_BLOCK, hi = lo + OPS_CODE_BLOCK < n ? lo + OPS_CODE_BLOCK : n, m = 0;
         for (size_t i = lo; i < hi; i++) m += mag_bits(x[i]) >= t;
         cnt[c] = m;
     }
@@ -103,7 +101,7 @@ __global__ void topk_sum_kernel(const size_t *cnt, size_t nc, size_t *total) {
 __global__ void topk_split_kernel(const float *x, size_t n, size_t nc, unsigned t, size_t *above,
                                   size_t *equal) {
     GRID_STRIDE(c, nc) {
-        size_t lo = c * COMPRESS_BLOCK, hi = lo + COMPRESS_BLOCK < n ? lo + COMPRESS_BLOCK : n, a = 0, e = 0;
+        size_t lo = c * OPS_CODE_BLOCK, hi = lo + OPS_CODE_BLOCK < n ? lo + OPS_CODE_BLOCK : n, a = 0, e = 0;
         for (size_t i = lo; i < hi; i++) {
             unsigned b = mag_bits(x[i]);
             a += b > t;
@@ -133,7 +131,7 @@ __global__ void topk_scan_kernel(size_t nc, size_t k, size_t *above, size_t *equ
 __global__ void topk_write_kernel(const float *x, size_t n, size_t nc, unsigned t, const size_t *slot,
                                   const size_t *keep, float *val, uint32_t *idx) {
     GRID_STRIDE(c, nc) {
-        size_t lo = c * COMPRESS_BLOCK, hi = lo + COMPRESS_BLOCK < n ? lo + COMPRESS_BLOCK : n;
+        size_t lo = c * OPS_CODE_BLOCK, hi = lo + OPS_CODE_BLOCK < n ? lo + OPS_CODE_BLOCK : n;
         size_t j = slot[c], ties = keep[c];
         for (size_t i = lo; i < hi; i++) {
             unsigned b = mag_bits(x[i]);
@@ -152,7 +150,7 @@ __global__ void topk_decode_add_kernel(const float *val, const uint32_t *idx, si
 
 void cuda_topk_encode(const device_t *d, const float *x, size_t n, size_t k, void *out) {
     cudaStream_t s = stream_of(d);
-    size_t nc = (n + COMPRESS_BLOCK - 1) / COMPRESS_BLOCK, *buf, total;
+    size_t nc = (n + OPS_CODE_BLOCK - 1) / OPS_CODE_BLOCK, *buf, total;
     CUDA_CHECK(cudaMemsetAsync(out, 0, 8 * k, s));
     if (n == 0) return;
     CUDA_CHECK(cudaMalloc((void **)&buf, sizeof(size_t) * (2 * nc + 1)));

@@ -81,6 +81,12 @@ void train_defaults(train_t *tr) {
     o->bucket_mb = 25;
 }
 
+static const train_refusal_t *refusal(const train_program_t *prog, const char *flag) {
+    for (int i = 0; i < prog->nrefused; i++)
+        if (strcmp(prog->refused[i].flag, flag) == 0) return &prog->refused[i];
+    return NULL;
+}
+
 void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *prog) {
     train_opts_t *o = &tr->o;
     tr->prog = prog;
@@ -123,11 +129,20 @@ void train_init(train_t *tr, int *argc, char ***argv, const train_program_t *pro
         {"crash-in-save", ARG_INT, &o->crash_in_save, "testing: die (SIGKILL) half-way through writing the checkpoint of this step", NULL, 0, 1e9},
         {"stall-in-save", ARG_INT, &o->stall_in_save, "testing: the last rank stops before writing its part of the checkpoint of this step, until the job ends", NULL, 0, 1e9},
     };
-    int ns = ARRAY_LEN(shared), n = ns + prog->nflags;
-    if (n > MAX_FLAGS) die("too many flags");
+    int n = 0;
+    if (ARRAY_LEN(shared) + prog->nflags > MAX_FLAGS) die("too many flags");
     arg_t all[MAX_FLAGS];
-    memcpy(all, shared, sizeof shared);
-    if (prog->nflags) memcpy(all + ns, prog->flags, sizeof *prog->flags * (size_t)prog->nflags);
+    for (int i = 0; i < (int)ARRAY_LEN(shared); i++)
+        if (!refusal(prog, shared[i].name)) all[n++] = shared[i];
+    for (int i = 0; i < prog->nflags; i++) all[n++] = prog->flags[i];
+    for (int i = 1; i < *argc; i++) {
+        const char *s = (*argv)[i];
+        if (strncmp(s, "--", 2) != 0) continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(s + 2, "="), s + 2);
+        const train_refusal_t *r = refusal(prog, name);
+        if (r) usage_error("%s takes no --%s: %s", prog->prog, name, r->why);
+    }
     args_parse(*argc, *argv, prog->prog, prog->about, all, n);
 
     if (o->resume && !o->ckpt_dir) usage_error("--resume needs --ckpt-dir");
@@ -1013,4 +1028,20 @@ void train_finish(train_t *tr) {
     device_finalize(&tr->dev);
     mesh_destroy(&tr->mesh);
     dist_finalize();
+}
+
+int train_main(int argc, char **argv, const train_chapter_t *ch) {
+    train_t tr;
+    train_defaults(&tr);
+    if (ch->defaults) ch->defaults(&tr, ch->ctx, argc, argv);
+    train_init(&tr, &argc, &argv, &ch->prog);
+    int tp = 1, cp = 1, pp = 1;
+    if (ch->check) ch->check(&tr, ch->ctx, &tp, &cp, &pp);
+    train_setup(&tr, tp, cp, pp);
+    void *step_ctx = NULL;
+    train_step_fn step = ch->compose(&tr, ch->ctx, &step_ctx);
+    train_run(&tr, step, step_ctx);
+    if (ch->report) ch->report(&tr, ch->ctx);
+    train_finish(&tr);
+    return 0;
 }

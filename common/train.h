@@ -6,7 +6,8 @@
  * data-parallel root and broadcast, or resumed), the step loop with its log
  * line and CSV row, clipping by the global gradient norm across whatever
  * shards the gradients, AdamW on this rank's part of the parameters, sharded
- * checkpoints, and the end summary. A chapter's program reads
+ * checkpoints, and the end summary. A chapter's program is a table for
+ * train_main (train_chapter_t below), which makes these calls:
  *
  *     train_t tr;
  *     train_defaults(&tr);                       // then change any default
@@ -88,6 +89,11 @@ typedef struct {
 typedef struct train train_t;
 typedef void (*train_step_fn)(train_t *tr, void *ctx, long step, train_step_t *st);
 
+/* A shared flag a program does not offer, and why. */
+typedef struct {
+    const char *flag, *why;
+} train_refusal_t;
+
 typedef struct {
     const char *name;            /* "03_ddp": header and checkpoints */
     const char *prog;            /* "03_ddp/ddp": --help */
@@ -95,6 +101,10 @@ typedef struct {
     const char *about;           /* --help text */
     const arg_t *flags;          /* the chapter's own flags */
     int nflags;
+    /* Shared flags this program does not offer: left out of --help and
+     * refused, with their reason, before anything else. */
+    const train_refusal_t *refused;
+    int nrefused;
 } train_program_t;
 
 struct train {
@@ -161,6 +171,31 @@ struct train {
     double sent_bytes;           /* every communicator's bytes, at the last step's end */
     double sum_recompute;        /* recomputed FLOPs of the timed steps, every rank's */
 };
+
+/* A trainer program, as a table: its text and flags (prog) and its
+ * technique in three functions around the shared loop. Every trainer's
+ * main() is `return train_main(argc, argv, &chapter);`, which runs
+ *
+ *     train_defaults; defaults (NULL: the shared ones; it may read the command line);
+ *     train_init (MPI, the shared flags and prog's);
+ *     check      refusals of this program's flags and its own outputs, before
+ *                any collective; sets the mesh degrees tp x cp x pp (1 unless set);
+ *     train_setup (mesh, device, data, header);
+ *     compose    model, seams, strategy, runner, optimizer: returns the step
+ *                function and its context (*step_ctx);
+ *     train_run; report (the summary and rows; frees what compose made);
+ *     train_finish.
+ *
+ * ctx is the program's state, which its flags point into. */
+typedef struct {
+    train_program_t prog;
+    void *ctx;
+    void (*defaults)(train_t *tr, void *ctx, int argc, char **argv);
+    void (*check)(train_t *tr, void *ctx, int *tp, int *cp, int *pp);
+    train_step_fn (*compose)(train_t *tr, void *ctx, void **step_ctx);
+    void (*report)(train_t *tr, void *ctx);
+} train_chapter_t;
+int train_main(int argc, char **argv, const train_chapter_t *ch);
 
 /* Shared defaults (a small model that trains in about a minute on a CPU). */
 void train_defaults(train_t *tr);

@@ -127,7 +127,7 @@ ifneq ($(wildcard 05_hsdp/main.c),)
 $(eval $(call emu_program,hsdp,05_hsdp/main.c 04_fsdp/fsdp.c))
 endif
 ifneq ($(wildcard 07_pipeline/main.c),)
-$(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/schedule.c))
+$(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/report.c 07_pipeline/schedule.c))
 endif
 ifneq ($(wildcard 08_tensor_parallel/main.c),)
 $(eval $(call emu_program,tp,08_tensor_parallel/main.c 08_tensor_parallel/tp.c))

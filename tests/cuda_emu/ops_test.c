@@ -503,7 +503,7 @@ TEST(cuda_emu_op_int8_and_sign_codes_match_cpu_bit_for_bit) {
             size_t bytes = compress_piece_bytes(&spec, n, NULL, 0);
             float *h = xmalloc(sizeof(float) * n);
             for (size_t i = 0; i < n; i++)   /* one block of zeros (scale 0), the rest wide-ranged */
-                h[i] = i >= COMPRESS_BLOCK && i < 2 * COMPRESS_BLOCK ? 0.0f : frand() * (float)(1 + i % 37);
+                h[i] = i >= OPS_CODE_BLOCK && i < 2 * OPS_CODE_BLOCK ? 0.0f : frand() * (float)(1 + i % 37);
             pair_t x = pair_from(h, n, DT_F32), acc = pair_rand(n, DT_F32, 2);
             uint8_t *pc = dev_alloc(&cpu, bytes), *pg = dev_alloc(&gpu, bytes), *hg = xmalloc(bytes);
             op_block_encode(&cpu, sign, x.c, n, pc);
@@ -540,7 +540,7 @@ TEST(cuda_emu_op_topk_codes_match_cpu_bit_for_bit) {
             size_t k = compress_topk_k(&spec, n), bytes = compress_piece_bytes(&spec, n, NULL, 0);
             float *h = xmalloc(sizeof(float) * n);
             for (size_t i = 0; i < n; i++)   /* tied: magnitudes 0..4 in steps of 0.5; zeros in block 1 */
-                h[i] = i >= COMPRESS_BLOCK && i < 2 * COMPRESS_BLOCK ? 0.0f
+                h[i] = i >= OPS_CODE_BLOCK && i < 2 * OPS_CODE_BLOCK ? 0.0f
                        : tied ? (float)((i * 7919) % 9) * 0.5f * (i % 3 ? 1 : -1)
                               : frand() * (float)(1 + i % 37);
             pair_t x = pair_from(h, n, DT_F32), acc = pair_rand(n, DT_F32, 3);
