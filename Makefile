@@ -159,7 +159,8 @@ grade:
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/grade.sh $(NAME)
 
 answers:
-	@bash scripts/answers.sh $(CH)
+	@if [ -f scripts/answers.sh ]; then bash scripts/answers.sh $(CH); else \
+	    echo "error: this is a student copy: the answers stay with the instructor's suite" >&2; exit 2; fi
 
 regrade:
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash scripts/regrade.sh $(if $(NAME),--names "$(NAME)") $(if $(REPORTS),--reports "$(REPORTS)") $(SUBMISSIONS)
