@@ -43,6 +43,21 @@ local_run() {  # LOG PROG FLAGS...: 4 ranks on this machine, shared memory betwe
     local log=$1; shift
     mpirun -np 4 "$@" >"$log" 2>&1 || { echo "run failed: mpirun -np 4 $*"; tail -n 20 "$log"; exit 1; }
 }
+# start_until_checkpoint STEP FLAGS...: 03_ddp/ddp on the 4 ranks of the 2 nodes in
+# the background (its mpirun's pid in $pid, its log in $dir/a.log), returning once
+# its checkpoint of STEP exists in $dir/ckpt (at most 60 s)
+start_until_checkpoint() {
+    local step=$1 meta; meta=$(printf '%s/ckpt/step_%08d/meta.ckpt' "$dir" "$1"); shift
+    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
+        -np 4 ./03_ddp/ddp "$@" >"$dir/a.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1200); do
+        [ -e "$meta" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -e "$meta" ] || { echo "error: no checkpoint of step $step within 60 s"; tail -n 5 "$dir/a.log"; kill $pid; exit 1; }
+}
 cluster_run() {  # LOG PROG FLAGS...: 2 ranks on each of 2 nodes, TCP between the nodes
     local log=$1; shift
     local tx0; tx0=$(node1_tx)
@@ -71,16 +86,7 @@ link-cut)  # node2's link set down once the checkpoint of step 4 exists (a check
           --batch 12 --lr 3e-3 --steps 40 --timeout-s 5)
     flags=("${base[@]}" --ckpt-every 1 --ckpt-dir "$dir/ckpt")
     local_run "$dir/ref.log" ./03_ddp/ddp "${base[@]}" --save-final "$dir/ref.bin"
-    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
-        -np 4 ./03_ddp/ddp "${flags[@]}" >"$dir/a.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1200); do   # at most 60 s
-        [ -e "$dir/ckpt/step_00000004/meta.ckpt" ] && break
-        kill -0 $pid 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -e "$dir/ckpt/step_00000004/meta.ckpt" ] ||
-        { echo "error: no checkpoint of step 4 within 60 s"; tail -n 5 "$dir/a.log"; kill $pid; exit 1; }
+    start_until_checkpoint 4 "${flags[@]}"
     ip -n $NS-node2 link set eth0 down
     t0=$(date +%s%N)
     ranks1() { for p in $(ip netns pids $NS-node1); do if [ "$(cat /proc/$p/comm 2>/dev/null)" = ddp ]; then echo $p; fi; done; }
@@ -184,16 +190,7 @@ node-kill)  # every process of node2 (its Open MPI daemon and ranks 2-3) killed 
           --batch 12 --lr 3e-3 --steps 60 --timeout-s 20)
     flags=("${base[@]}" --ckpt-every 4 --ckpt-dir "$dir/ckpt")
     cluster_run "$dir/ref.log" ./03_ddp/ddp "${base[@]}" --save-final "$dir/ref.bin"
-    $C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent --mca btl self,vader,tcp \
-        -np 4 ./03_ddp/ddp "${flags[@]}" >"$dir/a.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1200); do   # at most 60 s
-        [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] && break
-        kill -0 $pid 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -e "$dir/ckpt/step_00000008/meta.ckpt" ] ||
-        { echo "error: no checkpoint of step 8 within 60 s"; tail -n 5 "$dir/a.log"; kill $pid; exit 1; }
+    start_until_checkpoint 8 "${flags[@]}"
     holder=$(awk '$1 == "node2" { print $3 }' $C/nodes)
     victims=$(ip netns pids $NS-node2 | grep -vx "$holder" || true)
     [ -n "$victims" ] || { echo "error: no process of the job on node2"; exit 1; }
