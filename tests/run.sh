@@ -120,11 +120,15 @@ done
 # ---- running one test ----------------------------------------------------------
 # run CMDLINE SECONDS NP OUT: CMDLINE under its limit, under mpirun for NP >= 1;
 # OUT.log and OUT.err get its output, OUT.rc its exit status and OUT.ms its time.
+# Each run has a temporary folder of its own (a short path: Open MPI puts
+# sockets in it): singletons (above) all name their session folder jf.0, and
+# one ending removes it under another starting.
 run() {
-    local t0; t0=$(date +%s%N)
-    timeout -k 5 "$2" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then eval "$*"; else eval "mpirun -np $np $*"; fi' \
+    local t0 tmp; t0=$(date +%s%N); tmp=$(mktemp -d "$work/t.XXXXXX")
+    TMPDIR="$tmp" timeout -k 5 "$2" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then eval "$*"; else eval "mpirun -np $np $*"; fi' \
         _ "$3" "$1" >"$4.log" 2>"$4.err" </dev/null
     echo $? >"$4.rc"
+    rm -rf "$tmp"
     echo $((($(date +%s%N) - t0) / 1000000)) >"$4.ms"
 }
 # verdict MODE OUT: "" when the run passed, else why not
