@@ -27,12 +27,25 @@
  * unbounded in ASP. With one worker every mode is the 1-rank trainer
  * (03_ddp/ddp) update for update.
  *
- * --straggler RANK:FACTOR makes worker RANK's clocks FACTOR times as long as
- * they would be: before each push it sleeps FACTOR - 1 times its previous
- * clock's own length (pull, compute and push, the sleep left out; in clock
- * 1, its pull and compute). The sleep lies between its pull and its push,
- * as a slow device's compute does, so its gradients grow stale as a slow
- * worker's would. */
+ * Time is a virtual clock, the same on any machine: every rank keeps its
+ * own, as if it had a core of its own (the replay's rule, common/replay.h).
+ * A worker's compute takes its thread CPU time (which ranks sharing a core
+ * do not inflate; --compute-s fixes it instead), and every message of m
+ * bytes arrives alpha + m / B after it is sent (--inter-us, --inter-gbps:
+ * every rank is a node of its own, priced by replay_coll_cost). A worker's
+ * clock is its pull (request and reply), its compute and its push, each
+ * message waited for. A server takes the workers' messages in order of
+ * their virtual arrival, not of their real one: it holds the next message
+ * of every worker that may still send one before the earliest held, and
+ * takes the earliest (a conservative discrete-event rule; a worker whose
+ * pull waits for an update sends nothing until it is answered). Its own
+ * work is free; it answers at the arrival that allows the answer. So the
+ * order of the updates, their staleness and their times are a function of
+ * the compute times alone.
+ *
+ * --straggler RANK:FACTOR makes worker RANK's compute FACTOR times as long
+ * on the virtual clock (a slower device); its messages cost what the
+ * others' do. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +54,12 @@
 
 #include "check.h"
 #include "perf.h"
+#include "replay.h"
 #include "runner.h"
 #include "train.h"
 
-/* One row per update, written by server 0: loss against wall-clock time and
- * against updates. loss: the update's gradients' mean loss; staleness: the
+/* One row per update, written by server 0: loss against the virtual clock's
+ * seconds and against updates. loss: the update's gradients' mean loss; staleness: the
  * largest of its gradients'; worker_rank: whose gradient it is (ASP), or
  * "all" (BSP, SSP). */
 #define PS_HEADER "sync,workers,straggler,update,clock,seconds,loss,staleness,lr,norm,worker_rank"
@@ -58,7 +72,11 @@ typedef struct {
     const char *sync, *straggler, *csv;
     int slow_rank;
     double slow_factor;
+    double compute_s;                 /* a clock's compute, fixed (0: its thread CPU time) */
+    replay_links_t link;              /* the messages' price: every rank its own node */
+    double pull_s, reply_s, push_s;   /* the price of a pull's request, its reply, a push */
     long pushed;                      /* a worker's gradients pushed */
+    double t_end;                     /* this rank's virtual clock at its end */
     size_t N, lo, hi;                 /* the model's parameters; this server's shard */
     train_t *tr;
 } ps_t;
@@ -78,10 +96,17 @@ static void wait_all(int n, MPI_Request *r, const char *what) {
     watch_end();
 }
 
-static void sleep_s(double s) {
-    if (s <= 0) return;
-    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-    nanosleep(&ts, NULL);
+/* Seconds this thread has run on a core (a worker's compute, whatever else
+ * shares its core). */
+static double thread_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The virtual seconds of one message of m bytes (alpha + m / B). */
+static double price(const ps_t *p, double bytes) {
+    return replay_coll_cost(COLL_SEND, bytes, 2, (const int[]){0, 1}, &p->link);
 }
 
 static void parse_sync(ps_t *p) {
@@ -110,55 +135,57 @@ static void worker(ps_t *p, runner_t *run) {
     train_t *tr = p->tr;
     int S = p->servers, W = p->workers;
     float *w = xmalloc(p->N * sizeof(float)), *g = xmalloc(p->N * sizeof(float));
-    long *version = xmalloc(sizeof(long) * (size_t)S);
+    double *reply = xmalloc(sizeof(double) * 2 * (size_t)S);   /* (S, 2) version, sent at */
     MPI_Request *r = xmalloc(sizeof(MPI_Request) * (size_t)(3 * S));
-    double *head = xmalloc(sizeof(double) * 4 * (size_t)S);
-    double own = 0, slept = 0;   /* the last clock's own length; this clock's sleep */
+    double *head = xmalloc(sizeof(double) * 5 * (size_t)S);
+    double t = 0;   /* this worker's virtual clock */
     for (long c = 1; c <= tr->o.steps; c++) {
-        double t0 = now_s();
         /* pull: the replies' receives are posted before the requests */
+        double req[2] = {(double)c, t};
         for (int s = 0; s < S; s++) {
             size_t lo = shard_lo(p, s);
-            MPI_CHECK(MPI_Irecv(&version[s], 1, MPI_LONG, s, TAG_VERSION, MPI_COMM_WORLD, &r[2 * s]));
+            MPI_CHECK(MPI_Irecv(&reply[2 * s], 2, MPI_DOUBLE, s, TAG_VERSION, MPI_COMM_WORLD, &r[2 * s]));
             MPI_CHECK(MPI_Irecv(w + lo, (int)(shard_lo(p, s + 1) - lo), MPI_FLOAT, s, TAG_WEIGHTS,
                                 MPI_COMM_WORLD, &r[2 * s + 1]));
-            MPI_CHECK(MPI_Isend(&c, 1, MPI_LONG, s, TAG_PULL, MPI_COMM_WORLD, &r[2 * S + s]));
+            MPI_CHECK(MPI_Isend(req, 2, MPI_DOUBLE, s, TAG_PULL, MPI_COMM_WORLD, &r[2 * S + s]));
         }
         wait_all(3 * S, r, "a pull of the weights");
+        for (int s = 0; s < S; s++) t = fmax(t, reply[2 * s + 1] + p->reply_s);   /* the last reply's arrival */
         model_load_params(&tr->model, w);
 
+        double cpu0 = thread_s();
         train_step_t st = {0};
         runner_step(tr, run, c, &st);
         dev_to_host(&tr->dev, g, tr->model.grads, p->N * sizeof(float));
-        if (tr->dist.rank == p->slow_rank) {   /* the straggler: the whole clock FACTOR times as long */
-            slept = (p->slow_factor - 1) * (c == 1 ? now_s() - t0 : own);
-            sleep_s(slept);
-        }
-
         /* ASP applies each gradient alone: the gradient of this worker's
          * mean loss, W x the share of the global mean it holds. */
         double sumsq = 0, share = (double)tr->global_tokens / W;
         if (p->bound == ASP)
             for (size_t i = 0; i < p->N; i++) g[i] *= (float)W;
         for (size_t i = 0; i < p->N; i++) sumsq += (double)g[i] * g[i];
+        double compute = p->compute_s > 0 ? p->compute_s : thread_s() - cpu0;
+        t += compute * (tr->dist.rank == p->slow_rank ? p->slow_factor : 1);
+
         for (int s = 0; s < S; s++) {
             size_t lo = shard_lo(p, s);
-            double *h = head + 4 * s;
+            double *h = head + 5 * s;
             h[0] = (double)c;
-            h[1] = (double)version[s];
+            h[1] = reply[2 * s];
             h[2] = st.loss / share;
             h[3] = sumsq;
-            MPI_CHECK(MPI_Isend(h, 4, MPI_DOUBLE, s, TAG_PUSH, MPI_COMM_WORLD, &r[2 * s]));
+            h[4] = t;   /* sent at */
+            MPI_CHECK(MPI_Isend(h, 5, MPI_DOUBLE, s, TAG_PUSH, MPI_COMM_WORLD, &r[2 * s]));
             MPI_CHECK(MPI_Isend(g + lo, (int)(shard_lo(p, s + 1) - lo), MPI_FLOAT, s, TAG_GRAD,
                                 MPI_COMM_WORLD, &r[2 * s + 1]));
         }
         wait_all(2 * S, r, "a push of the gradient");
+        t += p->push_s;   /* the next pull leaves once the push has arrived */
         p->pushed++;
-        own = now_s() - t0 - slept;
     }
+    p->t_end = t;
     free(w);
     free(g);
-    free(version);
+    free(reply);
     free(r);
     free(head);
 }
@@ -181,7 +208,8 @@ typedef struct {
     long applied;                     /* gradients applied */
     float *host;                      /* (count) the master shard, for replies */
     float *sum;                       /* (count) the update's gradient */
-    double t_start;
+    double t_start;                   /* the run's real start (MPI_Wtime) */
+    double now;                       /* the virtual clock: the arrival being taken */
     MPI_Comm servers;
     FILE *csv;
 } ps_server_t;
@@ -190,8 +218,9 @@ static void reply(ps_t *p, ps_server_t *sv, int w) {
     train_t *tr = p->tr;
     size_t count = p->hi - p->lo;
     int dest = p->servers + w;
+    double head[2] = {(double)sv->version, sv->now};   /* sent at the arrival that allows it */
     dev_to_host(&tr->dev, sv->host, tr->opt.master, count * sizeof(float));
-    MPI_CHECK(MPI_Send(&sv->version, 1, MPI_LONG, dest, TAG_VERSION, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Send(head, 2, MPI_DOUBLE, dest, TAG_VERSION, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Send(sv->host, (int)count, MPI_FLOAT, dest, TAG_WEIGHTS, MPI_COMM_WORLD));
     sv->pending[w] = 0;
 }
@@ -236,7 +265,7 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
     optim_step(&tr->opt, tr->dtype, lr, scale, (int)sv->version);
     dev_sync(&tr->dev);
     if (tr->dist.rank != 0) return;
-    double t = MPI_Wtime() - sv->t_start;
+    double t = sv->now;
     char who[32];
     if (n == 1) snprintf(who, sizeof who, "worker %d", workers[0]);
     else snprintf(who, sizeof who, "%d workers", n);
@@ -250,9 +279,47 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
                 p->straggler ? p->straggler : "none", sv->version, clock, t, loss, stale_max, lr, norm);
         if (n == 1) fprintf(sv->csv, "%d", workers[0] + p->servers);
         else fprintf(sv->csv, "all");
-        csv_end_row(sv->csv, "measured");
+        csv_end_row(sv->csv, p->compute_s > 0 ? "modeled" : "replayed");
         out_flush(sv->csv, p->csv);
     }
+}
+
+/* A worker's next message, as the server holds it until it is taken. */
+typedef struct {
+    int tag;                          /* TAG_PULL, TAG_PUSH; 0: none held */
+    long c;                           /* its clock */
+    double at;                        /* its virtual arrival */
+} ps_msg_t;
+
+/* Receive worker w's next message into m, if one has come (1), else 0. A
+ * push's gradient goes to its clock's slot at once: worker w's row there is
+ * free, since w pulled this clock only once that slot's earlier clock was
+ * applied (ASP: w's earlier gradient was). */
+static int receive(ps_t *p, ps_slot_t *slot, int nslots, int w, ps_msg_t *m) {
+    int flag = 0, src = p->servers + w;
+    MPI_Status stat;
+    MPI_CHECK(MPI_Iprobe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &stat));
+    if (!flag) return 0;
+    double h[5];
+    if (stat.MPI_TAG == TAG_PULL) {
+        MPI_CHECK(MPI_Recv(h, 2, MPI_DOUBLE, src, TAG_PULL, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        *m = (ps_msg_t){TAG_PULL, (long)h[0], h[1] + p->pull_s};
+        return 1;
+    }
+    if (stat.MPI_TAG != TAG_PUSH)
+        die("server %d: unexpected message (tag %d) from rank %d", p->tr->dist.rank, stat.MPI_TAG, src);
+    MPI_CHECK(MPI_Recv(h, 5, MPI_DOUBLE, src, TAG_PUSH, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    *m = (ps_msg_t){TAG_PUSH, (long)h[0], h[4] + p->push_s};
+    if (m->c < 1 || m->c > p->tr->o.steps)
+        die("server %d: worker %d pushed clock %ld of %d", p->tr->dist.rank, w, m->c, p->tr->o.steps);
+    size_t count = p->hi - p->lo;
+    ps_slot_t *sl = &slot[p->bound == ASP ? 0 : m->c % nslots];
+    MPI_CHECK(MPI_Recv(sl->g + (size_t)w * count, (int)count, MPI_FLOAT, src, TAG_GRAD, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE));
+    sl->pulled[w] = (long)h[1];
+    sl->loss[w] = h[2];
+    sl->sumsq[w] = h[3];
+    return 1;
 }
 
 static void server(ps_t *p, ps_server_t *sv) {
@@ -268,48 +335,47 @@ static void server(ps_t *p, ps_server_t *sv) {
     }
     int *order = xmalloc(sizeof(int) * (size_t)W);
     for (int w = 0; w < W; w++) order[w] = w;
+    ps_msg_t *held = xcalloc((size_t)W, sizeof(ps_msg_t));   /* each worker's next message */
     long pulls = 0, pushes = 0, steps = tr->o.steps;
     /* the watchdog ends the job when no worker sends anything for --timeout-s */
     watch_begin("the workers' pulls and pushes", "world", NULL, WATCH_WORLD);
     while (pushes < (long)W * steps || pulls < (long)W * steps) {
-        int flag = 0;
-        MPI_Status stat;
-        MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &stat));
-        if (!flag) {
+        /* hold the next message of every worker that may send one: not
+         * finished, its pull not waiting here (it sends nothing before the
+         * answer, which comes at an arrival no earlier than the earliest held) */
+        int all = 1, first = -1;
+        for (int w = 0; w < W; w++) {
+            if (!held[w].tag && sv->next[w] <= steps && !sv->pending[w] && !receive(p, slot, nslots, w, &held[w]))
+                all = 0;
+            if (held[w].tag && (first < 0 || held[w].at < held[first].at)) first = w;
+        }
+        if (!all) {
             comm_nap();
             continue;
         }
+        if (first < 0) die("server %d: every worker waits for an update", tr->dist.rank);
         watch_tick();
-        int src = stat.MPI_SOURCE, w = src - p->servers;
-        if (w < 0 || (stat.MPI_TAG != TAG_PULL && stat.MPI_TAG != TAG_PUSH))
-            die("server %d: unexpected message (tag %d) from rank %d", tr->dist.rank, stat.MPI_TAG, src);
-        if (stat.MPI_TAG == TAG_PULL) {
-            long c;
-            MPI_CHECK(MPI_Recv(&c, 1, MPI_LONG, src, TAG_PULL, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            if (c != sv->next[w] || sv->pending[w])
-                die("server %d: worker %d pulled for clock %ld, expected %ld", tr->dist.rank, w, c, sv->next[w]);
+        int w = first;
+        ps_msg_t m = held[w];
+        held[w].tag = 0;
+        sv->now = m.at;
+        if (m.tag == TAG_PULL) {
+            if (m.c != sv->next[w] || sv->pending[w])
+                die("server %d: worker %d pulled for clock %ld, expected %ld", tr->dist.rank, w, m.c, sv->next[w]);
             pulls++;
-            sv->pending[w] = c;
-            if (may_pull(p, sv, c)) reply(p, sv, w);
+            sv->pending[w] = m.c;
+            if (may_pull(p, sv, m.c)) reply(p, sv, w);
             continue;
         }
-        double h[4];
-        MPI_CHECK(MPI_Recv(h, 4, MPI_DOUBLE, src, TAG_PUSH, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        long c = (long)h[0];
         /* every gradient applied exactly once: clocks arrive in order, once each */
-        if (c != sv->next[w] || c > steps)
-            die("server %d: worker %d pushed clock %ld, expected %ld", tr->dist.rank, w, c, sv->next[w]);
+        if (m.c != sv->next[w] || m.c > steps)
+            die("server %d: worker %d pushed clock %ld, expected %ld", tr->dist.rank, w, m.c, sv->next[w]);
         sv->next[w]++;
         pushes++;
-        ps_slot_t *sl = &slot[p->bound == ASP ? 0 : c % nslots];
-        MPI_CHECK(MPI_Recv(sl->g + (size_t)w * count, (int)count, MPI_FLOAT, src, TAG_GRAD, MPI_COMM_WORLD,
-                           MPI_STATUS_IGNORE));
-        sl->pulled[w] = (long)h[1];
-        sl->loss[w] = h[2];
-        sl->sumsq[w] = h[3];
+        ps_slot_t *sl = &slot[p->bound == ASP ? 0 : m.c % nslots];
         sl->got++;
         if (p->bound == ASP) {
-            update(p, sv, sl, &w, 1, c);
+            update(p, sv, sl, &w, 1, m.c);
             sl->got = 0;
         } else   /* BSP, SSP: the clocks complete in order */
             for (ps_slot_t *n = &slot[(sv->version + 1) % nslots]; n->got == W;
@@ -332,10 +398,11 @@ static void server(ps_t *p, ps_server_t *sv) {
     }
     free(slot);
     free(order);
+    free(held);
 }
 
 /* ---- the program ----------------------------------------------------------------- */
-static void summary(ps_t *p, ps_server_t *sv, double seconds) {
+static void summary(ps_t *p, ps_server_t *sv, const double *seconds) {
     train_t *tr = p->tr;
     int S = p->servers, W = p->workers, is_server = tr->dist.rank < S;
     long n = sv->total + 1, *all = tr->dist.rank == 0 ? xcalloc((size_t)(S * n), sizeof(long)) : NULL;
@@ -370,8 +437,9 @@ static void summary(ps_t *p, ps_server_t *sv, double seconds) {
         say("workers: gradients pushed by rank:");
         for (int w = 0; w < W; w++) say(" %d:%ld", S + w, cnt[3 * (S + w) + 2]);
         say("\n");
-        say("time:    %ld updates in %.3f s = %.1f updates/s, %s tok/s\n", sv->total, seconds,
-            sv->total / seconds, train_si((char[32]){0}, 32, (double)cnt[1] * tr->global_tokens / W / seconds));
+        say("time:    %ld updates in %.6f s of virtual time = %.1f updates/s, %s tok/s (the run took %.1f s)\n",
+            sv->total, seconds[0], sv->total / seconds[0],
+            train_si((char[32]){0}, 32, (double)cnt[1] * tr->global_tokens / W / seconds[0]), seconds[1]);
     }
     free(all);
     free(ws);
@@ -384,7 +452,10 @@ int main(int argc, char **argv) {
         {"servers", ARG_INT, &p.servers, "ranks 0..S-1 are servers, each owning a shard of the weights", NULL, 1, 1e6},
         {"sync", ARG_STRING, &p.sync, "bsp (wait for every worker), async (never wait) or ssp:S (at most S "
          "clocks ahead)", NULL, 0, 0},
-        {"straggler", ARG_STRING, &p.straggler, "RANK:FACTOR: worker RANK's clocks (pull, compute, push) take FACTOR times as long", NULL, 0, 0},
+        {"straggler", ARG_STRING, &p.straggler, "RANK:FACTOR: worker RANK's compute takes FACTOR times as long on the "
+         "virtual clock", NULL, 0, 0},
+        {"compute-s", ARG_DOUBLE, &p.compute_s, "every clock's compute takes this many virtual seconds (0: the "
+         "worker thread's CPU time, --device cpu --threads 1)", NULL, 0, 1e6},
     };
     /* the servers' updates run their own loop: no step of the shared loop to
      * checkpoint, dump or trace */
@@ -395,12 +466,16 @@ int main(int argc, char **argv) {
         {"resume", "the servers save no checkpoints"},
         {"dump", "there is no step-1 gradient of a global batch: each worker pushes its own"},
         {"trace", "its clocks are no steps of the shared loop"},
+        {"node-size", "its virtual clock makes every rank a node of its own: --inter-us and --inter-gbps price "
+         "its messages"},
     };
     train_program_t prog = {
         "03_ddp", "03_ddp/paramserver", "data parallel through a parameter server",
         "Data-parallel SGD through sharded parameter servers: bulk-synchronous,\n"
         "asynchronous or stale-synchronous updates, the staleness of every\n"
-        "gradient, and an optional straggler. --csv: one row per update. --batch is\n"
+        "gradient, and an optional straggler, timed on a virtual clock (compute in\n"
+        "thread CPU time, each message alpha + bytes / B; the servers take messages\n"
+        "in the order of their virtual arrival). --csv: one row per update. --batch is\n"
         "each clock's global batch, split over the W workers only (the servers take\n"
         "no share).", flags, ARRAY_LEN(flags), refused, ARRAY_LEN(refused)};
     train_t tr;
@@ -422,6 +497,9 @@ int main(int argc, char **argv) {
     args_check_output(MPI_COMM_WORLD, "csv", p.csv, PS_HEADER);
     tr.batch_per_rank = 1;   /* split over the W workers below, not over every rank */
     train_setup(&tr, 1, 1, 1);
+    if (p.compute_s == 0 && (tr.dev.kind != DEV_CPU || tr.dev.threads > 1))
+        usage_error("the virtual clock times a worker's compute in its thread's CPU time: it needs --device cpu "
+                    "and --threads 1, or a fixed --compute-s");
     int rank = tr.dist.rank, is_server = rank < S;
     /* the data: W shares of each clock's global batch, as DDP's W ranks */
     tr.dp = W;
@@ -441,6 +519,14 @@ int main(int argc, char **argv) {
     tr.part_unique = is_server;
     train_optimizer(&tr, &shard, 1, p.hi - p.lo);   /* workers: an empty part */
 
+    /* every shard priced as the largest, so that every server sees the
+     * same arrivals, takes them in the same order and answers alike */
+    p.link = (replay_links_t){.node_size = 1, .inter_us = tr.o.inter_us, .inter_gbps = tr.o.inter_gbps};
+    double shard_bytes = 4.0 * (double)((p.N + (size_t)S - 1) / (size_t)S);
+    p.pull_s = price(&p, 2 * sizeof(double));
+    p.reply_s = price(&p, 2 * sizeof(double) + shard_bytes);
+    p.push_s = price(&p, 5 * sizeof(double) + shard_bytes);
+
     ps_server_t sv = {0};
     sv.total = (long)tr.o.steps * (p.bound == ASP ? W : 1);
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_server ? 0 : MPI_UNDEFINED, rank, &sv.servers));
@@ -448,6 +534,12 @@ int main(int argc, char **argv) {
         "clock), --sync %s: %ld updates%s%s\n", S, S == 1 ? "" : "s", p.N / S, (p.N + S - 1) / S, W,
         W == 1 ? "" : "s", S, world - 1, tr.o.batch / W, p.sync, sv.total,
         p.straggler ? ", straggler " : "", p.straggler ? p.straggler : "");
+    char compute[64];
+    if (p.compute_s > 0) snprintf(compute, sizeof compute, "%g s per clock", p.compute_s);
+    else snprintf(compute, sizeof compute, "thread CPU time");
+    say("clock:   virtual: compute %s; a message %g us + bytes at %g GB/s (pull %.3g ms, reply %.3g ms, "
+        "push %.3g ms)\n", compute, tr.o.inter_us, tr.o.inter_gbps, 1e3 * p.pull_s, 1e3 * p.reply_s,
+        1e3 * p.push_s);
     tr.run_steps = xmalloc(sizeof(long) * (size_t)(sv.total + 1));
     tr.run_losses = xmalloc(sizeof(double) * (size_t)(sv.total + 1));
     tr.run_norms = xmalloc(sizeof(double) * (size_t)(sv.total + 1));
@@ -466,10 +558,11 @@ int main(int argc, char **argv) {
         sv.host = xmalloc((p.hi - p.lo) * sizeof(float));
         sv.sum = xmalloc((p.hi - p.lo) * sizeof(float));
         server(&p, &sv);
+        p.t_end = sv.now;
     } else
         worker(&p, &run);
-    double seconds = MPI_Wtime() - sv.t_start;
-    dist_allreduce(&seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "run time");
+    double seconds[2] = {p.t_end, MPI_Wtime() - sv.t_start};   /* virtual, real */
+    dist_allreduce(seconds, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "run time");
     summary(&p, &sv, seconds);
 
     /* every rank ends with the servers' weights (train_finish checks it) */

@@ -11,6 +11,11 @@ DEV=${DEV:-cpu}
 # The tiny model of test_ddp.sh: 12 sequences per clock (divisible by 1-4 workers).
 TINY=(--device "$DEV" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
       --batch 12 --lr 3e-3 --steps 6)
+# A DEVICE=cuda run fixes each clock's compute: a thread's CPU time does not time a GPU.
+[ "$DEV" = cpu ] || TINY+=(--compute-s 0.01)
+# The virtual clock made easy to work out by hand: every message 1 ms (its
+# bytes at 1e6 GB/s cost under 1e-9 s), every compute 0.1 s.
+HAND=(--compute-s 0.1 --inter-us 1000 --inter-gbps 1e6)
 dir=$(mktemp -d /tmp/ps_test.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 
@@ -89,5 +94,64 @@ bounds)  # NP SERVERS SYNC MAX_STALENESS REACHED [FLAGS...]: the counts and the 
     echo "$servers server(s), $w workers, --sync $sync: $u updates, $g gradients, staleness at most $worst (bound $max)"
     exit $fail
     ;;
-*) echo "usage: test_paramserver.sh ddp|differ|bounds ..."; exit 2 ;;
+hand)  # 2 workers, rank 2 three times slower, 3 clocks: each mode's updates (number, whose gradient,
+    # virtual seconds, staleness) as worked out by hand in part3_paramserver.md ("The virtual clock")
+    fail=0
+    for want in "bsp 1:all:0.303:0 2:all:0.606:0 3:all:0.909:0" \
+                "ssp:1 1:all:0.303:0 2:all:0.606:1 3:all:0.909:1" \
+                "async 1:1:0.103:0 2:1:0.206:0 3:2:0.303:2 4:1:0.309:1 5:2:0.606:1 6:2:0.909:0"; do
+        sync=${want%% *}
+        run 3 "$PS" "$dir/h.log" "${TINY[@]}" "${HAND[@]}" --steps 3 --straggler 2:3 --sync "$sync" --csv "$dir/h.csv"
+        got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                       { printf " %s:%s:%.3f:%s", $c["update"], $c["worker_rank"], $c["seconds"], $c["staleness"] }' "$dir/h.csv")
+        rm -f "$dir/h.csv"
+        echo "--sync $sync, update:worker:seconds:staleness: got $got"
+        if [ "$sync$got" != "$want" ]; then echo "error: by hand  ${want#* }"; fail=1; fi
+    done
+    exit $fail
+    ;;
+stale)  # 3 workers, rank 3 four times slower, async: the straggler's staleness, gradient by gradient,
+    # as worked out by hand (part3_paramserver.md): 6 (its first pull sees none of the fast updates), then
+    # (W - 1) F = 8 while the fast workers run, 2 as they end, 0 alone
+    run 4 "$PS" "$dir/s.log" "${TINY[@]}" "${HAND[@]}" --steps 12 --straggler 3:4 --sync async --csv "$dir/s.csv"
+    got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                   $c["worker_rank"] == 3 { printf "%s%s", n++ ? " " : "", $c["staleness"] }' "$dir/s.csv")
+    want="6 8 8 2 0 0 0 0 0 0 0 0"
+    echo "the straggler's staleness: got $got, by hand $want"
+    [ "$got" = "$want" ] || { echo "error: the straggler's staleness differs from the hand count"; exit 1; }
+    ;;
+same)  # NP "FLAGS A" "FLAGS B": the two runs' CSVs are equal, update for update, but for the sync column
+    np=$2; read -r -a a <<<"$3"; read -r -a b <<<"$4"
+    run "$np" "$PS" "$dir/a.log" "${TINY[@]}" "${a[@]}" --csv "$dir/a.csv"
+    run "$np" "$PS" "$dir/b.log" "${TINY[@]}" "${b[@]}" --csv "$dir/b.csv"
+    echo "$np ranks: [$3] vs [$4]: $(($(wc -l < "$dir/a.csv") - 1)) updates"
+    # update, clock, seconds, loss, staleness, lr, norm, worker_rank
+    if ! diff <(cut -d, -f4-11 "$dir/a.csv") <(cut -d, -f4-11 "$dir/b.csv"); then
+        echo "error: the runs differ (above: update,clock,seconds,loss,staleness,lr,norm,worker_rank)"; exit 1
+    fi
+    echo "equal, update for update"
+    ;;
+lesson)  # the chart's lesson, on its deterministic form (sweep_paramserver.sh with a fixed compute):
+    # behind the straggler, ASP reaches BSP's last loss sooner than BSP; BSP's updates are those
+    # without the straggler (the same losses, later); SSP's updates come when BSP's do (the
+    # straggler completes every clock), so against a straggler that is always slow it gains nothing
+    bash 03_ddp/sweep_paramserver.sh "$dir/p.csv" "${TINY[@]}" "${HAND[@]}" --steps 20 > "$dir/sweep.log" ||
+        { cat "$dir/sweep.log"; exit 1; }
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { k = $c["sync"] "," $c["straggler"]; n[k]++; t[k, n[k]] = $c["seconds"]; l[k, n[k]] = $c["loss"] }
+        function reach(k, L,   i) { for (i = 1; i <= n[k]; i++) if (l[k, i] <= L) return t[k, i]; return -1 }
+        END {
+            b = "bsp,none"; s = "bsp,3:4"; a = "async,3:4"; p = "ssp:2,3:4"
+            if (n[s] != 20 || n[b] != 20 || n[a] != 60 || n[p] != 20) { printf "error: updates %d %d %d %d\n", n[b], n[s], n[a], n[p]; exit 1 }
+            for (i = 1; i <= 20; i++) {
+                if (l[s, i] != l[b, i]) { printf "error: BSP update %d: loss %s behind the straggler, %s without\n", i, l[s, i], l[b, i]; bad = 1 }
+                if (t[p, i] != t[s, i]) { printf "error: update %d at %s s in SSP, %s s in BSP\n", i, t[p, i], t[s, i]; bad = 1 }
+            }
+            L = l[s, 20]; tb = reach(s, L); ta = reach(a, L)
+            printf "behind the straggler: BSP reaches its last loss %s at %s s (without it: %s s), ASP at %s s; SSP:2 ends at %s s\n", L, tb, reach(b, L), ta, t[p, 20]
+            if (ta < 0 || ta >= tb) { print "error: ASP did not reach that loss before BSP"; bad = 1 }
+            exit bad
+        }' "$dir/p.csv"
+    ;;
+*) echo "usage: test_paramserver.sh ddp|differ|bounds|hand|stale|same|lesson ..."; exit 2 ;;
 esac
