@@ -132,7 +132,7 @@ same)  # NP "FLAGS A" "FLAGS B": the two runs' CSVs are equal, update for update
     echo "equal, update for update"
     ;;
 lesson)  # the chart's lesson, on its deterministic form (sweep_paramserver.sh with a fixed compute):
-    # behind the straggler, ASP reaches BSP's last loss sooner than BSP; BSP's updates are those
+    # behind the straggler, ASP reaches the loss of BSP's middle update sooner than BSP; BSP's updates are those
     # without the straggler (the same losses, later); SSP's updates come when BSP's do (the
     # straggler completes every clock), so against a straggler that is always slow it gains nothing
     bash 03_ddp/sweep_paramserver.sh "$dir/p.csv" "${TINY[@]}" "${HAND[@]}" --steps 20 > "$dir/sweep.log" ||
@@ -147,8 +147,8 @@ lesson)  # the chart's lesson, on its deterministic form (sweep_paramserver.sh w
                 if (l[s, i] != l[b, i]) { printf "error: BSP update %d: loss %s behind the straggler, %s without\n", i, l[s, i], l[b, i]; bad = 1 }
                 if (t[p, i] != t[s, i]) { printf "error: update %d at %s s in SSP, %s s in BSP\n", i, t[p, i], t[s, i]; bad = 1 }
             }
-            L = l[s, 20]; tb = reach(s, L); ta = reach(a, L)
-            printf "behind the straggler: BSP reaches its last loss %s at %s s (without it: %s s), ASP at %s s; SSP:2 ends at %s s\n", L, tb, reach(b, L), ta, t[p, 20]
+            L = l[s, 10]; tb = reach(s, L); ta = reach(a, L)
+            printf "behind the straggler: BSP reaches the loss of its update 10, %s, at %s s (without it: %s s), ASP at %s s; SSP:2 ends at %s s\n", L, tb, reach(b, L), ta, t[p, 20]
             if (ta < 0 || ta >= tb) { print "error: ASP did not reach that loss before BSP"; bad = 1 }
             exit bad
         }' "$dir/p.csv"
