@@ -36,9 +36,9 @@
  * clock is its pull (request and reply), its compute and its push, each
  * message waited for. A server takes the workers' messages in order of
  * their virtual arrival, not of their real one: it holds the next message
- * of every worker that may still send one before the earliest held, and
- * takes the earliest (a conservative discrete-event rule; a worker whose
- * pull waits for an update sends nothing until it is answered). Its own
+ * of every worker that may still send one, and takes the earliest (a
+ * conservative discrete-event rule; a worker whose pull waits here for an
+ * update sends nothing until it is answered). Its own
  * work is free; it answers at the arrival that allows the answer. So the
  * order of the updates, their staleness and their times are a function of
  * the compute times alone.
@@ -59,9 +59,9 @@
 #include "train.h"
 
 /* One row per update, written by server 0: loss against the virtual clock's
- * seconds and against updates. loss: the update's gradients' mean loss; staleness: the
- * largest of its gradients'; worker_rank: whose gradient it is (ASP), or
- * "all" (BSP, SSP). */
+ * seconds and against updates. loss: the update's gradients' mean loss;
+ * staleness: the largest of its gradients'; worker_rank: whose gradient it
+ * is (ASP), or "all" (BSP, SSP). */
 #define PS_HEADER "sync,workers,straggler,update,clock,seconds,loss,staleness,lr,norm,worker_rank"
 
 enum { TAG_PULL = 11, TAG_VERSION, TAG_WEIGHTS, TAG_PUSH, TAG_GRAD };
