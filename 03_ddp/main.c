@@ -150,11 +150,8 @@ static arg_t flags[] = {
     {"bench-csv", ARG_STRING, &ddp.bench_csv, "append one summary row (bucket size, overlap, mean times, tokens/s) to this CSV", NULL, 0, 0},
 };
 
-static const train_chapter_t chapter = {
-    {"03_ddp", "03_ddp/ddp", "distributed data parallel",
-     "Distributed data parallel training of the Llama-style model: bucketed\n"
-     "gradient all-reduce overlapping the backward pass, gradient accumulation,\n"
-     "checkpoints and resume.", flags, ARRAY_LEN(flags), NULL, 0},
-    &ddp, defaults, check, compose, report};
-
-int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }
+TRAIN_MAIN("03_ddp", "03_ddp/ddp", "distributed data parallel",
+           "Distributed data parallel training of the Llama-style model: bucketed\n"
+           "gradient all-reduce overlapping the backward pass, gradient accumulation,\n"
+           "checkpoints and resume.",
+           flags, &ddp, defaults, check, compose, report)

@@ -112,7 +112,7 @@ static void report_recompute(train_t *tr, ckpt_prog_t *p) {
         "(model %.4f MB)\n", p->policy.name, bytes / 1e6, c.bytes / 1e6, c.inputs, c.input / 1e3,
         c.kept_layers, c.kept_layers == 1 ? "" : "s", (c.layer - c.input) / 1e3, c.head / 1e3, peak / 1e6,
         (c.bytes + c.scratch) / 1e6);
-    long runs = (long)tr->nrun * tr->o.micro;   /* backward passes this run */
+    long runs = (long)tr->nrun * p->run.s->M;   /* backward passes this run */
     if (runs == 0) return;
     double rec_l = (double)mt->rec_layers / runs, rec_a = (double)mt->attn_rec / runs;
     double model_flops = tr->flops_token * tr->global_tokens;
@@ -231,13 +231,9 @@ static arg_t flags[] = {
     {"goodput-model", ARG_STRING, &prog.goodput_model, "print Daly's goodput against the checkpoint interval for DELTA,MTBF,RESTART[,TAU] (s) and exit", NULL, 0, 0},
 };
 
-static const train_chapter_t chapter = {
-    {"06_checkpointing", "06_checkpointing/ckpt", "activation recomputation and failure recovery",
-     "Data-parallel training of the Llama-style model with activation recomputation\n"
-     "(memory for compute) and checkpoints that survive injected failures (time for\n"
-     "safety): synchronous or asynchronous checkpoint sets, failure injection for\n"
-     "06_checkpointing/supervise.sh, which restarts the job until it completes.",
-     flags, ARRAY_LEN(flags), NULL, 0},
-    &prog, NULL, check, compose, report};
-
-int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }
+TRAIN_MAIN("06_checkpointing", "06_checkpointing/ckpt", "activation recomputation and failure recovery",
+           "Data-parallel training of the Llama-style model with activation recomputation\n"
+           "(memory for compute) and checkpoints that survive injected failures (time for\n"
+           "safety): synchronous or asynchronous checkpoint sets, failure injection for\n"
+           "06_checkpointing/supervise.sh, which restarts the job until it completes.",
+           flags, &prog, NULL, check, compose, report)

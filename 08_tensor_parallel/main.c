@@ -97,8 +97,8 @@ static void report_bytes(const train_t *tr, const tpp_t *p) {
     say("  %-10s %-9s %13.3f %13.3f   %s\n", "gradients", "per step", s->grad_bytes / 1e3, fg / 1e3,
         "all-reduces of norm gains (sp) and shared kv heads");
     say("  %-10s %-9s %13.3f %13.3f   %d layers x %d micro-batch%s\n", "step", "total",
-        (total + s->grad_bytes) / 1e3, (ftotal + fg) / 1e3, m->n_layers, tr->o.micro,
-        tr->o.micro == 1 ? "" : "es");
+        (total + s->grad_bytes) / 1e3, (ftotal + fg) / 1e3, m->n_layers, p->run.s->M,
+        p->run.s->M == 1 ? "" : "es");
 }
 
 static void report_acts(const train_t *tr, const tpp_t *p) {
@@ -180,12 +180,9 @@ static arg_t flags[] = {
     {"bench-csv", ARG_STRING, &tpp.bench_csv, "append one summary row (degrees, link, mean times, bytes) to this CSV", NULL, 0, 0},
 };
 
-static const train_chapter_t chapter = {
-    {"08_tensor_parallel", "08_tensor_parallel/tp", "tensor parallelism",
-     "Megatron-style tensor parallelism of the Llama-style model: heads, ffn and\n"
-     "vocabulary split over --tp ranks, one all-reduce after each row-parallel\n"
-     "product (the f and g operators), --sp for sequence parallelism; the other\n"
-     "ranks are data-parallel replicas.", flags, ARRAY_LEN(flags), NULL, 0},
-    &tpp, NULL, check, compose, report};
-
-int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }
+TRAIN_MAIN("08_tensor_parallel", "08_tensor_parallel/tp", "tensor parallelism",
+           "Megatron-style tensor parallelism of the Llama-style model: heads, ffn and\n"
+           "vocabulary split over --tp ranks, one all-reduce after each row-parallel\n"
+           "product (the f and g operators), --sp for sequence parallelism; the other\n"
+           "ranks are data-parallel replicas.",
+           flags, &tpp, NULL, check, compose, report)

@@ -184,13 +184,10 @@ static arg_t flags[] = {
     {"bench-csv", ARG_STRING, &cpp.bench_csv, "append one summary row (algorithm, degrees, sequence, attention time, memory) to this CSV", NULL, 0, 0},
 };
 
-static const train_chapter_t chapter = {
-    {"09_context_parallel", "09_context_parallel/cp", "context parallelism",
-     "Context parallelism of the Llama-style model: every sequence split over --cp\n"
-     "ranks, attention across them by ring attention (key/value blocks passed\n"
-     "around a ring, merged by online softmax) or Ulysses (all-to-all from\n"
-     "sequence to heads and back); causal load balance with two chunks per rank.\n"
-     "The other ranks are data-parallel replicas.", flags, ARRAY_LEN(flags), NULL, 0},
-    &cpp, NULL, check, compose, report};
-
-int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }
+TRAIN_MAIN("09_context_parallel", "09_context_parallel/cp", "context parallelism",
+           "Context parallelism of the Llama-style model: every sequence split over --cp\n"
+           "ranks, attention across them by ring attention (key/value blocks passed\n"
+           "around a ring, merged by online softmax) or Ulysses (all-to-all from\n"
+           "sequence to heads and back); causal load balance with two chunks per rank.\n"
+           "The other ranks are data-parallel replicas.",
+           flags, &cpp, NULL, check, compose, report)
