@@ -121,13 +121,13 @@ $(eval $(call emu_program,ddp,03_ddp/main.c))
 $(eval $(call emu_program,fedavg,03_ddp/fedavg.c))
 endif
 ifneq ($(wildcard 04_fsdp/main.c),)
-$(eval $(call emu_program,fsdp,04_fsdp/main.c 04_fsdp/fsdp.c))
+$(eval $(call emu_program,fsdp,$(FSDP_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 05_hsdp/main.c),)
-$(eval $(call emu_program,hsdp,05_hsdp/main.c 04_fsdp/fsdp.c))
+$(eval $(call emu_program,hsdp,$(HSDP_SRCS)))
 endif
 ifneq ($(wildcard 07_pipeline/main.c),)
-$(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/report.c 07_pipeline/schedule.c))
+$(eval $(call emu_program,pipeline,$(PIPELINE_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 08_tensor_parallel/main.c),)
 $(eval $(call emu_program,tp,08_tensor_parallel/main.c 08_tensor_parallel/tp.c))
