@@ -50,7 +50,9 @@ static void step_note(train_t *tr, void *ctx) {
 /* What the runner cannot run on this mesh (common/runner.c, model.c), refused
  * with its reason: TeraPipe's slice attends to the earlier slices' keys and
  * values kept on its own rank, and ZB-H1's W reads every activation after
- * B, so neither recomputes; sequence parallelism refills what W reads. */
+ * B, so neither recomputes; sequence parallelism refills what W reads, and
+ * ZeRO-2/3's gradient buffer of a unit lives for one backward pass (04_fsdp's
+ * hooks), not for a B and a later W. */
 static void check_schedule_mesh(const nd_t *p) {
     int recomputes = strcmp(p->policy.name, "none") != 0;
     if (p->kind == PIPE_TERAPIPE) {
@@ -62,6 +64,10 @@ static void check_schedule_mesh(const nd_t *p) {
     if (p->kind == PIPE_ZBH1) {
         if (recomputes) usage_error("the zbh1 schedule's W reads every activation after B: it takes no --recompute");
         if (p->sp) usage_error("the zbh1 schedule's W reads activations that --sp refills: it takes no --sp");
+        if (p->fo.zero >= 2)
+            usage_error("the zbh1 schedule's W writes a unit's weight gradients after its B, but ZeRO-%d lends and "
+                        "reduce-scatters a unit's gradient buffer around one backward pass: use --zero 0 or 1",
+                        p->fo.zero);
     }
 }
 
