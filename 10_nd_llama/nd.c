@@ -40,7 +40,7 @@ static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
     }
 }
 
-static void step_note(train_t *tr, void *ctx) {
+void nd_step_note(train_t *tr, void *ctx) {
     const nd_t *p = ctx;
     if (p->inner_note) p->inner_note(tr, p->inner_note_ctx);
     printf(" | tp %.2f cp %.2f dp %.2f ms", 1e3 * p->step_ax[NX_TP], 1e3 * p->step_ax[NX_CP],
@@ -184,10 +184,6 @@ train_step_fn nd_compose(train_t *tr, void *ctx, void **step_ctx) {
     print_mesh(tr, p);
     if (p->fo.zero) train_optimizer(tr, p->f.pieces, p->f.n_units, p->f.S);
     else train_optimizer(tr, NULL, 0, 0);
-    p->inner_note = tr->step_note;
-    p->inner_note_ctx = tr->step_note_ctx;
-    tr->step_note = step_note;
-    tr->step_note_ctx = p;
     *step_ctx = p;
     return nd_step;
 }

@@ -44,7 +44,8 @@
  * memory and FLOPs, and allocates no model.
  *
  * The trainer in train_main's four steps (common/train.h): nd_defaults
- * (preset.c), nd_check and nd_compose (nd.c), nd_report (report.c). */
+ * (preset.c), nd_check and nd_compose (nd.c), nd_report (report.c); main.c
+ * registers the step note. */
 #ifndef ND_H
 #define ND_H
 
@@ -93,6 +94,8 @@ typedef struct {
 void nd_defaults(train_t *tr, void *ctx, int argc, char **argv);   /* DDP, 4 micro-batches, --preset */
 void nd_check(train_t *tr, void *ctx, int *tp, int *cp, int *pp);
 train_step_fn nd_compose(train_t *tr, void *ctx, void **step_ctx);
+/* The step line's per-axis times, after the inner note (ZeRO's) it wraps. */
+void nd_step_note(train_t *tr, void *ctx);
 void nd_report(train_t *tr, void *ctx);
 
 /* Bytes every axis's communicators have sent on this rank (dp: the data axis and tr->grad). */
