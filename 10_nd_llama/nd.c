@@ -136,6 +136,7 @@ static void wrap(train_t *tr, nd_t *p) {
     if (p->fo.zero) sync = fsdp_strategy(&p->f);   /* reduce-scatters at the backwards (ZeRO-1: each chunk's last) */
     else if (tr->grad.size > 1) sync = train_ddp(tr, &p->gs, !p->fo.no_overlap);
     runner_init(&p->run, &p->s, tr, sync, 1, 0);
+    if (p->fo.zero) p->f.micro = p->s.M;   /* ZeRO acts at each of the schedule's units (TeraPipe: slices) */
     if (p->tp > 1) runner_add_seam(&p->run, &p->t.st.comm_s);
     if (p->cp > 1) runner_add_seam(&p->run, &p->c.st.comm_s);
 }
