@@ -1,5 +1,6 @@
 PROGRAMS += 03_ddp/ddp
-03_ddp/ddp: $(call objects,03_ddp/main.c)
+DDP_PROGRAM_SRCS := 03_ddp/main.c 03_ddp/trainer.c
+03_ddp/ddp: $(call objects,$(DDP_PROGRAM_SRCS))
 # PyTorch's DataParallel in C: one process, one thread per replica.
 PROGRAMS += 03_ddp/dataparallel
 03_ddp/dataparallel: $(call objects,03_ddp/dataparallel.c)

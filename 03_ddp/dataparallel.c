@@ -329,13 +329,9 @@ static arg_t flags[] = {
     {"bench-csv", ARG_STRING, &prog.dp.bench_csv, "append one summary row (mean time of each phase) to this CSV", NULL, 0, 0},
 };
 
-static const train_chapter_t chapter = {
-    {"03_ddp", "03_ddp/dataparallel", "single-process data parallel (PyTorch's DataParallel)",
-     "Data parallelism in one process, as PyTorch's nn.DataParallel: each step\n"
-     "device 0 copies the weights to every replica, scatters the batch, gathers\n"
-     "the logits, computes the loss and scatters its gradient back, and sums the\n"
-     "replicas' gradients before stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
-     flags, ARRAY_LEN(flags), NULL, 0},
-    &prog, NULL, check, compose, report};
-
-int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }
+TRAIN_MAIN("03_ddp", "03_ddp/dataparallel", "single-process data parallel (PyTorch's DataParallel)",
+           "Data parallelism in one process, as PyTorch's nn.DataParallel: each step\n"
+           "device 0 copies the weights to every replica, scatters the batch, gathers\n"
+           "the logits, computes the loss and scatters its gradient back, and sums the\n"
+           "replicas' gradients before stepping the optimizer alone. --threads is per replica (0: cores / replicas).",
+           flags, &prog, NULL, check, compose, report)

@@ -1,5 +1,6 @@
 PROGRAMS += 04_fsdp/fsdp
-04_fsdp/fsdp: $(call objects,04_fsdp/main.c 04_fsdp/fsdp.c)
+FSDP_PROGRAM_SRCS := 04_fsdp/main.c 04_fsdp/bench.c 04_fsdp/fsdp.c
+04_fsdp/fsdp: $(call objects,$(FSDP_PROGRAM_SRCS))
 
 # The exercises' numeric answers (README.md, "Exercises"), from
 # 04_fsdp/answers.txt: make check-exercises (every chapter) or

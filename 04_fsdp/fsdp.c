@@ -420,7 +420,6 @@ static void fsdp_plan(fsdp_t *f, train_t *tr, comm_t *shard, comm_t *rep, const 
     f->rep = rep && rep->size > 1 ? rep : NULL;
     f->N = shard->size;
     f->R = f->rep ? rep->size : 1;
-    f->micro = tr->o.micro;
     f->reshard = strcmp(o->reshard, "on") == 0;
     f->keep_gathered = strcmp(o->reshard_backward, "off") == 0;
     f->stages = tr->mesh.size[AXIS_PP];
@@ -618,6 +617,7 @@ train_step_fn fsdp_compose(fsdp_t *f, runner_t *run, train_t *tr, comm_t *shard,
     if (!f->z.shard_optim) train_optimizer(tr, NULL, 0, 0);
     else train_optimizer(tr, f->pieces, f->n_units, f->S);
     runner_init(run, NULL, tr, fsdp_strategy(f), 0, 0);
+    f->micro = run->s->M;
     return runner_step;
 }
 

@@ -136,7 +136,8 @@ typedef struct fsdp {
     const device_t *d;
     dtype_t wt;              /* working weights and communication */
     comm_t *shard, *rep;     /* rep: the replicas of this rank's pieces (hybrid), or NULL */
-    int N, R, micro;
+    int N, R;
+    int micro;               /* backward passes per step: the M of the runner's schedule (set after runner_init) */
     int reshard;
     int keep_gathered;       /* --reshard-after-backward off */
     int stages;              /* pipeline stages of the mesh */

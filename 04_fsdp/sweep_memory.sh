@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sweep_memory.sh: every ZeRO stage (0 = DDP) on 1, 2, 4 and 8 ranks, 3 steps
-# each; one row per run (04_fsdp/main.c's --bench-csv: memory per kind
+# each; one row per run (04_fsdp/bench.c's --bench-csv: memory per kind
 # measured and predicted, bytes sent) in plots/data/zero_memory.csv (or $1),
 # drawn by 04_fsdp/zero_memory.gp. Flags after the CSV name go to every run.
 #   bash 04_fsdp/sweep_memory.sh plots/data/zero_memory.csv --device cpu

@@ -1,5 +1,6 @@
 PROGRAMS += 05_hsdp/hsdp
-05_hsdp/hsdp: $(call objects,05_hsdp/main.c 04_fsdp/fsdp.c)
+HSDP_SRCS := 05_hsdp/main.c 05_hsdp/hsdp.c 04_fsdp/fsdp.c
+05_hsdp/hsdp: $(call objects,$(HSDP_SRCS))
 
 # The exercises' numeric answers (README.md, "Exercises"), from
 # 05_hsdp/answers.txt: make check-exercises (every chapter) or

@@ -1,6 +1,8 @@
 PIPELINE_SRCS := 07_pipeline/schedule.c
 PROGRAMS += 07_pipeline/pipeline
-07_pipeline/pipeline: $(call objects,07_pipeline/main.c 07_pipeline/report.c $(PIPELINE_SRCS))
+PIPELINE_PROGRAM_SRCS := 07_pipeline/main.c 07_pipeline/pipeline.c 07_pipeline/summary.c 07_pipeline/report.c \
+                         $(PIPELINE_SRCS)
+07_pipeline/pipeline: $(call objects,$(PIPELINE_PROGRAM_SRCS))
 
 TEST_PROGRAMS += build/tests/unit_schedule
 build/tests/unit_schedule: $(call objects,tests/unit_schedule.c 07_pipeline/schedule.c)

@@ -191,6 +191,11 @@ void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K) {
     build(s, PIPE_TERAPIPE, P, M * K, 1, K, 1);
 }
 
+void pipe_schedule_make(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int K) {
+    if (kind == PIPE_TERAPIPE) pipe_schedule_terapipe(s, P, M, K);
+    else pipe_schedule_build(s, kind, P, M, V);
+}
+
 void pipe_slices_balanced(int T, int K, double a, double b, int *pos) {
     if (K < 1 || T < K) die("pipeline: %d slices of %d tokens", K, T);
 #define COST(t) (a * (t) + b * (t) * ((t) + 1.0) / 2)   /* tokens [0, t) */

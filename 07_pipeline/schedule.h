@@ -50,6 +50,9 @@ void pipe_schedule_build(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int
  * backward adds into the key and value gradients of the slices before it).
  * The schedule's M is M K units. */
 void pipe_schedule_terapipe(pipe_schedule_t *s, int P, int M, int K);
+/* Either of the two: TeraPipe's K slices for kind PIPE_TERAPIPE, else
+ * pipe_schedule_build (K then 1). */
+void pipe_schedule_make(pipe_schedule_t *s, pipe_kind_t kind, int P, int M, int V, int K);
 /* Slice boundaries of equal cost: the token at position t costs a + b (t + 1)
  * (a: its matmuls, b: its attention per key it sees; the causal square makes
  * later tokens dearer), and slice k = [pos[k], pos[k + 1]) gets the tokens

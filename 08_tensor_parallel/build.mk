@@ -1,5 +1,7 @@
 PROGRAMS += 08_tensor_parallel/tp
-08_tensor_parallel/tp: $(call objects,08_tensor_parallel/main.c 08_tensor_parallel/tp.c)
+TP_PROGRAM_SRCS := 08_tensor_parallel/main.c 08_tensor_parallel/trainer.c 08_tensor_parallel/report.c \
+                   08_tensor_parallel/tp.c
+08_tensor_parallel/tp: $(call objects,$(TP_PROGRAM_SRCS))
 
 # The exercises' numeric answers (README.md, "Exercises"), from
 # 08_tensor_parallel/answers.txt: make check-exercises (every chapter) or

@@ -174,7 +174,8 @@ struct train {
 
 /* A trainer program, as a table: its text and flags (prog) and its
  * technique in three functions around the shared loop. Every trainer's
- * main() is `return train_main(argc, argv, &chapter);`, which runs
+ * main() is `return train_main(argc, argv, &chapter);` (TRAIN_MAIN below
+ * writes the table and main), which runs
  *
  *     train_defaults; defaults (NULL: the shared ones; it may read the command line);
  *     train_init (MPI, the shared flags and prog's);
@@ -196,6 +197,13 @@ typedef struct {
     void (*report)(train_t *tr, void *ctx);
 } train_chapter_t;
 int train_main(int argc, char **argv, const train_chapter_t *ch);
+/* The end of every trainer's source: its table (train_program_t's name,
+ * prog, title and about, its flags array; train_chapter_t's ctx and steps)
+ * and its main(). */
+#define TRAIN_MAIN(name, prog, title, about, flags, ctx, defaults, check, compose, report)                 \
+    static const train_chapter_t chapter = {{name, prog, title, about, flags, ARRAY_LEN(flags), NULL, 0}, \
+                                            ctx, defaults, check, compose, report};                        \
+    int main(int argc, char **argv) { return train_main(argc, argv, &chapter); }
 
 /* Shared defaults (a small model that trains in about a minute on a CPU). */
 void train_defaults(train_t *tr);

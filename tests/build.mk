@@ -117,30 +117,29 @@ ifneq ($(wildcard 02_allreduce/main.c),)
 $(eval $(call emu_program,allreduce,$(ALLREDUCE_SRCS)))
 endif
 ifneq ($(wildcard 03_ddp/main.c),)
-$(eval $(call emu_program,ddp,03_ddp/main.c))
+$(eval $(call emu_program,ddp,$(DDP_PROGRAM_SRCS)))
 $(eval $(call emu_program,fedavg,03_ddp/fedavg.c))
 endif
 ifneq ($(wildcard 04_fsdp/main.c),)
-$(eval $(call emu_program,fsdp,04_fsdp/main.c 04_fsdp/fsdp.c))
+$(eval $(call emu_program,fsdp,$(FSDP_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 05_hsdp/main.c),)
-$(eval $(call emu_program,hsdp,05_hsdp/main.c 04_fsdp/fsdp.c))
+$(eval $(call emu_program,hsdp,$(HSDP_SRCS)))
 endif
 ifneq ($(wildcard 07_pipeline/main.c),)
-$(eval $(call emu_program,pipeline,07_pipeline/main.c 07_pipeline/report.c 07_pipeline/schedule.c))
+$(eval $(call emu_program,pipeline,$(PIPELINE_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 08_tensor_parallel/main.c),)
-$(eval $(call emu_program,tp,08_tensor_parallel/main.c 08_tensor_parallel/tp.c))
+$(eval $(call emu_program,tp,$(TP_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 09_context_parallel/main.c),)
-$(eval $(call emu_program,cp,09_context_parallel/main.c 09_context_parallel/cp.c))
+$(eval $(call emu_program,cp,$(CP_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 10_nd_llama/main.c),)
 $(eval $(call emu_program,train,$(ND_SOURCES)))
 endif
 ifneq ($(wildcard 06_checkpointing/main.c),)
-CKPT_EMU_SOURCES := 06_checkpointing/main.c 06_checkpointing/recompute.c 06_checkpointing/saver.c 06_checkpointing/failure.c
-$(eval $(call emu_program,ckpt,$(CKPT_EMU_SOURCES)))
+$(eval $(call emu_program,ckpt,$(CKPT_SOURCES)))
 $(eval $(call emu_test,cuda_emu_unit_checkpointing,tests/unit_checkpointing.c 06_checkpointing/recompute.c 06_checkpointing/failure.c))
 endif
 
