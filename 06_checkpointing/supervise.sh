@@ -103,6 +103,10 @@ while :; do
     first=${first:-1}
     last=$(sed -n 's/^step *\([0-9]*\)\/.*/\1/p' "$log" | tail -n 1)
     last=${last:-$((first - 1))}
+    # a rank killed at the end of step N computed step N, even when mpirun
+    # ended the job before passing on rank 0's line of that step
+    killed=$(sed -n 's/.* killed at the end of step \([0-9]*\) (injected)$/\1/p' "$log" | tail -n 1)
+    [ -z "$killed" ] || [ "$killed" -le "$last" ] || last=$killed
     [ -n "$steps" ] || steps=$(sed -n 's/^step *[0-9]*\/\([0-9]*\) .*/\1/p' "$log" | tail -n 1)
     computed=$((computed + last - first + 1))
     after=$(newest)
