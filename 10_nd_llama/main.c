@@ -100,8 +100,6 @@ typedef struct {
     double sum_ax[NX];       /* over the timed steps */
     int timed;
     double sent_prev[NX];    /* bytes per axis at the start of the current step */
-    void (*inner_note)(train_t *tr, void *ctx);   /* ZeRO's note, printed first */
-    void *inner_note_ctx;
 } nd_t;
 
 static void axis_bytes(const train_t *tr, double out[NX]) {
@@ -137,8 +135,8 @@ static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
 }
 
 static void step_note(train_t *tr, void *ctx) {
+    (void)tr;
     const nd_t *p = ctx;
-    if (p->inner_note) p->inner_note(tr, p->inner_note_ctx);
     printf(" | tp %.2f cp %.2f dp %.2f ms", 1e3 * p->step_ax[NX_TP], 1e3 * p->step_ax[NX_CP],
            1e3 * p->step_ax[NX_DP]);
 }
@@ -402,10 +400,7 @@ static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
     print_mesh(tr, p);
     if (p->fo.zero) train_optimizer(tr, p->f.pieces, p->f.n_units, p->f.S);
     else train_optimizer(tr, NULL, 0, 0);
-    p->inner_note = tr->step_note;
-    p->inner_note_ctx = tr->step_note_ctx;
-    tr->step_note = step_note;
-    tr->step_note_ctx = p;
+    train_hooks_add(&tr->step_note, step_note, p);
     *step_ctx = p;
     return nd_step;
 }
