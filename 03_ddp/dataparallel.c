@@ -299,8 +299,7 @@ static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
         "%.2f MB of logits, %.2f MB of logit gradients and %.2f MB of gradients per step (%.2f MB); MFU against "
         "%d x the peak above\n", replicas, replicas == 1 ? "" : "s", dp->b, tr->dev.threads,
         tr->dev.threads == 1 ? "" : "s", w_mb, l_mb, l_mb, g_mb, p->device0_mb, replicas);
-    tr->step_note = dp_note;
-    tr->step_note_ctx = dp;
+    train_hooks_add(&tr->step_note, dp_note, dp);
     train_optimizer(tr, NULL, 0, 0);
     *step_ctx = dp;
     return dp_step;

@@ -84,8 +84,9 @@ static void client_batch(train_t *tr, void *ctx, long step, int micro) {
  * are left out); a shard of fewer than B samples is one step on all of it
  * (its batch padded with ignored rows); with --full-batch (B = infinity)
  * the whole shard, one sample per runner step with the gradients summed in
- * gsum. Each step clips by its own norm. */
-static double client_update(train_t *tr, fedavg_t *f, int k, float lr, float *gsum, double *tokens) {
+ * gsum. Each step clips by its own norm and takes round r's learning rate
+ * (plain SGD: the update's number counts for nothing else). */
+static double client_update(train_t *tr, fedavg_t *f, int k, long r, float *gsum, double *tokens) {
     int n = f->count[k], small = n < tr->o.batch;
     int B = f->full_batch || small ? n : tr->o.batch, steps = f->full_batch || small ? 1 : n / B;
     float *g = tr->opt.pieces[0].grad;   /* (n) fp32: the whole model's gradients */
@@ -113,8 +114,7 @@ static double client_update(train_t *tr, fedavg_t *f, int k, float lr, float *gs
             runner_step(tr, &f->run, s + 1, &st);
             loss += st.loss;
         }
-        float scale = clip_factor(optim_grad_sumsq(&tr->opt), (float)tr->o.clip, NULL);
-        optim_step(&tr->opt, tr->dtype, lr, scale, s + 1);
+        train_update(tr, r, optim_grad_sumsq(&tr->opt), NULL);
     }
     return loss;
 }
@@ -250,9 +250,6 @@ int main(int argc, char **argv) {
     float *w = dev_alloc_as(&tr.dev, bytes, MEM_OPTIM), *sum = dev_alloc_as(&tr.dev, bytes, MEM_OPTIM);
     float *gsum = f.full_batch ? dev_alloc_as(&tr.dev, bytes, MEM_GRADS) : NULL;
     dev_copy(&tr.dev, w, tr.opt.master, bytes);
-    tr.run_steps = xmalloc(sizeof(long) * (size_t)(tr.o.steps + 1));
-    tr.run_losses = xmalloc(sizeof(double) * (size_t)(tr.o.steps + 1));
-    tr.run_norms = xmalloc(sizeof(double) * (size_t)(tr.o.steps + 1));
     FILE *csv = f.fed_csv && rank == 0 ? csv_open(f.fed_csv, FED_HEADER) : NULL;
     FILE *ccsv = NULL;
     if (f.clients_csv && rank == 0) {   /* the clients of this run: replaced, not appended */
@@ -272,14 +269,13 @@ int main(int argc, char **argv) {
             if (ccsv) fprintf(ccsv, "%ld,%d,%d,%d,%.17g,%.17g,%d\n", r, k, late ? -1 : nf % N, f.count[k], speed, t, late);
             if (!late) f.finisher[nf++] = k;
         }
-        float lr = lr_at((int)r, tr.o.warmup, tr.o.steps, (float)tr.o.lr, (float)(tr.o.lr / 10));
         dev_memset0(&tr.dev, sum, bytes);
         double tot[3] = {0};   /* sum of n_k, training loss, its tokens */
         for (int j = rank; j < nf; j += N) {
             int k = f.finisher[j];
             double tokens;
             optim_load(&tr.opt, tr.dtype, w);
-            tot[1] += client_update(&tr, &f, k, lr, gsum, &tokens);
+            tot[1] += client_update(&tr, &f, k, r, gsum, &tokens);
             tot[2] += tokens;
             op_scale(&tr.dev, DT_F32, tr.opt.master, (float)f.count[k], tr.opt.n);   /* n_k w_k */
             op_add(&tr.dev, DT_F32, sum, tr.opt.master, sum, tr.opt.n);
@@ -301,7 +297,7 @@ int main(int argc, char **argv) {
         char tl[16] = "     -";
         if (tot[2] > 0) snprintf(tl, sizeof tl, "%.4f", train);
         say("round %5ld/%d | selected %d | dropped %d | train loss %s | eval loss %.4f | lr %.2e | %.4f MB\n",
-            r, tr.o.steps, m, dropped, tl, ev, lr, mb);
+            r, tr.o.steps, m, dropped, tl, ev, train_lr(&tr, r), mb);
         if (csv) {
             fprintf(csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f", r, K, f.fraction, f.epochs,
                     f.deadline, f.alpha, m, dropped, train, ev, mb, ddp_mb);
@@ -309,9 +305,7 @@ int main(int argc, char **argv) {
             out_flush(csv, f.fed_csv);
         }
         if (ccsv) out_flush(ccsv, f.clients_csv);
-        tr.run_steps[tr.nrun] = r;
-        tr.run_losses[tr.nrun] = train;
-        tr.run_norms[tr.nrun++] = 0;
+        train_record(&tr, r, train, 0);
     }
     say("fedavg:  %ld of %ld selected clients dropped (%.1f%%)\n", dropped_all, selected_all,
         100.0 * (double)dropped_all / (double)selected_all);

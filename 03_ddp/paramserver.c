@@ -257,13 +257,8 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
     sv->version++;
     sv->applied += n;
     double norm;
-    float scale = clip_factor(sumsq, (float)tr->o.clip, &norm);
-    int per = p->bound == ASP ? W : 1;   /* ASP: W updates per clock */
-    float lr = lr_at((int)sv->version, tr->o.warmup * per, tr->o.steps * per, (float)tr->o.lr,
-                     (float)(tr->o.lr / 10));
     dev_from_host(&tr->dev, tr->opt.pieces[0].grad, sv->sum, count * sizeof(float));
-    optim_step(&tr->opt, tr->dtype, lr, scale, (int)sv->version);
-    dev_sync(&tr->dev);
+    float lr = train_update(tr, sv->version, sumsq, &norm);
     if (tr->dist.rank != 0) return;
     double t = sv->now;
     char who[32];
@@ -271,9 +266,7 @@ static void update(ps_t *p, ps_server_t *sv, const ps_slot_t *sl, const int *wor
     else snprintf(who, sizeof who, "%d workers", n);
     say("update %5ld/%ld | clock %4ld %-10s | loss %.4f | staleness %2.0f | lr %.2e | norm %.3f | %8.3f s\n",
         sv->version, sv->total, clock, who, loss, stale_max, lr, norm, t);
-    tr->run_steps[tr->nrun] = sv->version;
-    tr->run_losses[tr->nrun] = loss;
-    tr->run_norms[tr->nrun++] = norm;
+    train_record(tr, sv->version, loss, norm);
     if (sv->csv) {
         fprintf(sv->csv, "%s,%d,%s,%ld,%ld,%.6f,%.6f,%.0f,%.6g,%.6g,", p->sync, W,
                 p->straggler ? p->straggler : "none", sv->version, clock, t, loss, stale_max, lr, norm);
@@ -528,7 +521,8 @@ int main(int argc, char **argv) {
     p.push_s = price(&p, 5 * sizeof(double) + shard_bytes);
 
     ps_server_t sv = {0};
-    sv.total = (long)tr.o.steps * (p.bound == ASP ? W : 1);
+    tr.updates_per_step = p.bound == ASP ? W : 1;   /* ASP: W updates per clock (the lr schedule) */
+    sv.total = (long)tr.o.steps * tr.updates_per_step;
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_server ? 0 : MPI_UNDEFINED, rank, &sv.servers));
     say("ps:      %d server%s (shards of %zu-%zu parameters), %d worker%s (ranks %d..%d, %d sequences each per "
         "clock), --sync %s: %ld updates%s%s\n", S, S == 1 ? "" : "s", p.N / S, (p.N + S - 1) / S, W,
@@ -540,9 +534,6 @@ int main(int argc, char **argv) {
     say("clock:   virtual: compute %s; a message %g us + bytes at %g GB/s (pull %.3g ms, reply %.3g ms, "
         "push %.3g ms)\n", compute, tr.o.inter_us, tr.o.inter_gbps, 1e3 * p.pull_s, 1e3 * p.reply_s,
         1e3 * p.push_s);
-    tr.run_steps = xmalloc(sizeof(long) * (size_t)(sv.total + 1));
-    tr.run_losses = xmalloc(sizeof(double) * (size_t)(sv.total + 1));
-    tr.run_norms = xmalloc(sizeof(double) * (size_t)(sv.total + 1));
     if (rank == 0 && p.csv) sv.csv = csv_open(p.csv, PS_HEADER);
     runner_t run;
     if (!is_server) runner_init(&run, NULL, &tr, (grad_strategy_t){0}, 0, 0);

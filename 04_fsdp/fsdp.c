@@ -498,18 +498,14 @@ static void fsdp_allocate(fsdp_t *f, train_t *tr) {
  * ranks' parts count, the step line's note, and the header's lines. */
 static void fsdp_hooks(fsdp_t *f, train_t *tr) {
     const fsdp_opts_t *o = &f->o;
-    tr->step_note = note_bytes;
-    tr->step_note_ctx = f;
+    train_hooks_add(&tr->step_note, note_bytes, f);
     if (!f->z.shard_optim) {
         say("zero:    DDP (--zero 0) over %d rank%s: whole weights, gradients and Adam state on every rank; "
             "%s gradients all-reduced in buckets of %.4g MiB%s\n", f->N, f->N == 1 ? "" : "s",
             dtype_name(f->wt), tr->o.bucket_mb, o->no_overlap ? " after backward" : " during backward");
         return;
     }
-    if (!f->z.gather_weights) {
-        tr->after_update = gather_updated;
-        tr->after_update_ctx = f;
-    }
+    if (!f->z.gather_weights) train_hooks_add(&tr->after_update, gather_updated, f);
     model_add_hook(f->m, before_unit, after_unit, f);
     static const char *kept[4] = {"", "weights and gradients whole; Adam state", "weights whole; gradients and Adam state",
                                   "weights, gradients and Adam state"};

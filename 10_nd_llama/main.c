@@ -15,10 +15,7 @@ static nd_t nd = {.tp = 1, .cp = 1, .pp = 1, .schedule = "1f1b", .cp_algo = "rin
 static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
     nd_t *p = ctx;
     train_step_fn step = nd_compose(tr, p, step_ctx);
-    p->inner_note = tr->step_note;
-    p->inner_note_ctx = tr->step_note_ctx;
-    tr->step_note = nd_step_note;
-    tr->step_note_ctx = p;
+    train_hooks_add(&tr->step_note, nd_step_note, p);
     return step;
 }
 

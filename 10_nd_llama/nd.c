@@ -41,8 +41,8 @@ static void nd_step(train_t *tr, void *ctx, long step, train_step_t *st) {
 }
 
 void nd_step_note(train_t *tr, void *ctx) {
+    (void)tr;
     const nd_t *p = ctx;
-    if (p->inner_note) p->inner_note(tr, p->inner_note_ctx);
     printf(" | tp %.2f cp %.2f dp %.2f ms", 1e3 * p->step_ax[NX_TP], 1e3 * p->step_ax[NX_CP],
            1e3 * p->step_ax[NX_DP]);
 }

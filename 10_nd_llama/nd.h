@@ -86,15 +86,13 @@ typedef struct {
     double sum_ax[NX];       /* over the timed steps */
     int timed;
     double sent_prev[NX];    /* bytes per axis at the start of the current step */
-    void (*inner_note)(train_t *tr, void *ctx);   /* ZeRO's note, printed first */
-    void *inner_note_ctx;
 } nd_t;
 
 /* train_chapter_t's steps; ctx is the nd_t. */
 void nd_defaults(train_t *tr, void *ctx, int argc, char **argv);   /* DDP, 4 micro-batches, --preset */
 void nd_check(train_t *tr, void *ctx, int *tp, int *cp, int *pp);
 train_step_fn nd_compose(train_t *tr, void *ctx, void **step_ctx);
-/* The step line's per-axis times, after the inner note (ZeRO's) it wraps. */
+/* The step line's per-axis times (a step_note hook, after ZeRO's). */
 void nd_step_note(train_t *tr, void *ctx);
 void nd_report(train_t *tr, void *ctx);
 

@@ -43,6 +43,14 @@ formulas)  # NP "MESH FLAGS" [FLAGS...]: the step notes, causes, bytes, CSV and 
     python3 10_nd_llama/check_nd.py "$dir/a.log" "$dir/a.csv" "$dir/b.csv" --peak 1000
     python3 tests/check_trainer_csv.py "$dir/a.log" "$dir/a.csv" --peak 1000
     ;;
+notes)  # NP "MESH FLAGS": every step line carries ZeRO's bytes note, then the axis times (added in that order)
+    np=$2; read -r -a par <<<"$3"
+    run "$np" "$dir/a.log" "${TINY[@]}" --steps 2 "${par[@]}"
+    grep '^step' "$dir/a.log"
+    n=$(grep -cE '^step .* \| sent [0-9.]+ MB \(gather [0-9.]+, reduce-scatter [0-9.]+\) \| tp [0-9.]+ cp [0-9.]+ dp [0-9.]+ ms$' \
+        "$dir/a.log" || true)
+    [ "$n" = 2 ] || { echo "error: $n of 2 step lines carry ZeRO's note followed by the axis times"; exit 1; }
+    ;;
 resume)  # NP1 "MESH1" NP2 "MESH2": 6 steps saved on mesh 1, resumed from step 3 on mesh 2 = 6 uninterrupted steps on 1 rank
     np1=$2; read -r -a m1 <<<"$3"; np2=$4; read -r -a m2 <<<"$5"
     reference "$dir/ref.bin" 6

@@ -38,8 +38,7 @@ void local_sgd_init(local_sgd_t *l, train_t *tr, int H, float outer_lr, float ou
      * local token count is global_tokens / dp) */
     tr->loss_scale = (float)(1.0 / (double)(tr->global_tokens / tr->dp));
     tr->own_norm = 1;
-    tr->after_update = after_update;
-    tr->after_update_ctx = l;
+    train_hooks_add(&tr->after_update, after_update, l);
     if (outer_lr > 0) {
         size_t bytes = tr->opt.n * sizeof(float);
         l->anchor = dev_alloc_as(&tr->dev, bytes, MEM_OPTIM);

@@ -57,6 +57,7 @@ static void sum_floats(float *p, size_t n, MPI_Comm c) {
 /* ---- flags ------------------------------------------------------------------------ */
 void train_defaults(train_t *tr) {
     memset(tr, 0, sizeof *tr);
+    tr->updates_per_step = 1;
     train_opts_t *o = &tr->o;
     o->c = (common_args_t)COMMON_ARGS_DEFAULT;
     o->steps = 300;
@@ -862,12 +863,46 @@ static double sent_total(const train_t *tr) {
     return s;
 }
 
+void train_hooks_add(train_hooks_t *h, train_hook_fn fn, void *ctx) {
+    if (h->n == TRAIN_MAX_HOOKS) die("train: more than %d hooks at one point", TRAIN_MAX_HOOKS);
+    h->at[h->n].fn = fn;
+    h->at[h->n++].ctx = ctx;
+}
+
+static void run_hooks(train_t *tr, const train_hooks_t *h) {
+    for (int i = 0; i < h->n; i++) h->at[i].fn(tr, h->at[i].ctx);
+}
+
+float train_lr(const train_t *tr, long update) {
+    const train_opts_t *o = &tr->o;
+    int per = tr->updates_per_step;
+    return lr_at((int)update, o->warmup * per, o->steps * per, (float)o->lr, (float)(o->lr / 10));
+}
+
+float train_update(train_t *tr, long update, double sumsq, double *norm) {
+    float scale = clip_factor(sumsq, (float)tr->o.clip, norm), lr = train_lr(tr, update);
+    optim_step(&tr->opt, tr->dtype, lr, scale, (int)update);
+    run_hooks(tr, &tr->after_update);
+    dev_sync(&tr->dev);
+    return lr;
+}
+
+void train_record(train_t *tr, long step, double loss, double norm) {
+    size_t most = (size_t)tr->o.steps * (size_t)tr->updates_per_step;   /* every update of the run */
+    if (!tr->run_steps) {
+        tr->run_steps = xmalloc(sizeof(long) * most);
+        tr->run_losses = xmalloc(sizeof(double) * most);
+        tr->run_norms = xmalloc(sizeof(double) * most);
+    }
+    if ((size_t)tr->nrun == most) die("train: more than %zu results recorded", most);
+    tr->run_steps[tr->nrun] = step;
+    tr->run_losses[tr->nrun] = loss;
+    tr->run_norms[tr->nrun++] = norm;
+}
+
 void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
     const train_opts_t *o = &tr->o;
     int world = tr->dist.world;
-    tr->run_steps = xmalloc(sizeof(long) * (size_t)(o->steps + 1));
-    tr->run_losses = xmalloc(sizeof(double) * (size_t)(o->steps + 1));
-    tr->run_norms = xmalloc(sizeof(double) * (size_t)(o->steps + 1));
     say("\n");
     for (long step = tr->start + 1; step <= o->steps; step++) {
         trace_pause(!(step >= tr->start + 2 && step < tr->start + 2 + o->trace_steps));
@@ -887,12 +922,8 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         double bubble_s = red[5] > 0 ? red[2] / red[5] : -1, recompute = red[3];
         if (step == 1 && o->dump) write_dump(tr, loss);
 
-        double to = now_s(), norm = 0;
-        float scale = clip_factor(tr->own_norm ? optim_grad_sumsq(&tr->opt) : red[4], (float)o->clip, &norm);
-        float lr = lr_at((int)step, o->warmup, o->steps, (float)o->lr, (float)(o->lr / 10));
-        optim_step(&tr->opt, tr->dtype, lr, scale, (int)step);
-        if (tr->after_update) tr->after_update(tr, tr->after_update_ctx);
-        dev_sync(&tr->dev);
+        double to = now_s(), norm;
+        float lr = train_update(tr, step, tr->own_norm ? optim_grad_sumsq(&tr->opt) : red[4], &norm);
         double t1 = now_s();
         trace_span(tr->trace_track, "optimizer", to, t1);
         double mx[2] = {(double)dev_mem()->total_peak, t1 - t0};
@@ -919,7 +950,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         say("step %5ld/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %s tok/s | MFU %s | comm %.2f ms "
             "exposed%s", step, o->steps, loss, lr, norm, ms, train_si(tb, sizeof tb, tok_s),
             perf_util_str(ub, sizeof ub, model_flops / secs / world, tr->peak), exposed_ms, bub);
-        if (tr->step_note && tr->dist.rank == 0) tr->step_note(tr, tr->step_note_ctx);
+        if (tr->dist.rank == 0) run_hooks(tr, &tr->step_note);
         say("\n");
         if (tr->csv) {
             fprintf(tr->csv, "%ld,%.6f,%.3f,%.1f,%.6g,%.6g,%.6g,%.6g,%.3f,%.3f,", step, loss, ms, tok_s,
@@ -930,9 +961,7 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
             csv_end_row(tr->csv, "measured");
             out_flush(tr->csv, tr->o.c.csv);
         }
-        tr->run_steps[tr->nrun] = step;
-        tr->run_losses[tr->nrun] = loss;
-        tr->run_norms[tr->nrun++] = norm;
+        train_record(tr, step, loss, norm);
         if (step > tr->start + 1) {   /* the first step pays for warming up */
             tr->sum_ms += ms;
             tr->sum_exposed += exposed_ms;

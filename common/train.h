@@ -89,6 +89,16 @@ typedef struct {
 typedef struct train train_t;
 typedef void (*train_step_fn)(train_t *tr, void *ctx, long step, train_step_t *st);
 
+/* Functions the loop calls at one point, in the order they were added
+ * (train_hooks_add). */
+enum { TRAIN_MAX_HOOKS = 4 };
+typedef void (*train_hook_fn)(train_t *tr, void *ctx);
+typedef struct {
+    struct { train_hook_fn fn; void *ctx; } at[TRAIN_MAX_HOOKS];
+    int n;
+} train_hooks_t;
+void train_hooks_add(train_hooks_t *h, train_hook_fn fn, void *ctx);
+
 /* A shared flag a program does not offer, and why. */
 typedef struct {
     const char *flag, *why;
@@ -128,6 +138,7 @@ struct train {
     float loss_scale;            /* 1 / global_tokens */
     int *tokens, *targets;       /* (mb, seq) host buffers for train_batch */
     optim_t opt;
+    int updates_per_step;        /* optimizer updates per step (train_lr), 1 unless set */
     int own_norm;                /* each rank clips by its own gradient's norm (local SGD: the
                                     ranks' gradients are never summed); the log shows rank 0's */
     int part_unique;             /* this rank's optimizer part is no copy of another's: it
@@ -138,10 +149,8 @@ struct train {
      * train_ckpt_begin/write/commit below; NULL: the loop saves them. */
     void (*after_step)(train_t *tr, void *ctx, long step, int ckpt_due);
     void *after_step_ctx;
-    void (*after_update)(train_t *tr, void *ctx);   /* after each optimizer step (ZeRO) */
-    void *after_update_ctx;
-    void (*step_note)(train_t *tr, void *ctx);      /* rank 0: appends to the step's log line */
-    void *step_note_ctx;
+    train_hooks_t after_update;  /* after each optimizer step (ZeRO's all-gather, local SGD's average) */
+    train_hooks_t step_note;     /* rank 0: each appends to the step's log line, in order */
     /* Set before train_setup: --batch is each rank's own batch, not split
      * over the data-parallel ranks (03_ddp/fedavg: a client's local batch). */
     int batch_per_rank;
@@ -162,7 +171,7 @@ struct train {
     FILE *csv;
     int trace_track;             /* "compute" */
     double unit_t0;              /* trace of units */
-    /* results, for train_finish and the chapters */
+    /* results, for train_finish and the chapters (train_record) */
     long *run_steps;
     double *run_losses, *run_norms;
     int nrun;
@@ -230,6 +239,20 @@ grad_strategy_t train_ddp(train_t *tr, grad_sync_t *g, int overlap);
  * this rank's data-parallel share, into a (model_set_batch). */
 void train_batch(train_t *tr, long step, int micro, model_acts_t *a);
 void train_run(train_t *tr, train_step_fn step, void *ctx);
+/* One optimizer update, the tail of every step (train_run's, a federated
+ * client's local step, a parameter server's update): the gradients clipped
+ * by their norm sqrt(sumsq) to --clip, the learning rate of update `update`
+ * of the schedule (train_lr), the optimizer step, the after_update hooks,
+ * and the device synchronised. Returns the learning rate; *norm (may be
+ * NULL) gets the norm. */
+float train_update(train_t *tr, long update, double sumsq, double *norm);
+/* The learning rate of update `update` (1-based): warm-up over --warmup
+ * steps, then cosine down to a tenth of --lr at --steps (lr_at); a run of
+ * updates_per_step updates per step stretches both by that factor. */
+float train_lr(const train_t *tr, long update);
+/* One entry of the run's results (--save-final's losses and norms): at
+ * most --steps x updates_per_step. */
+void train_record(train_t *tr, long step, double loss, double norm);
 /* Summary, --save-final, and everything freed; MPI finalised. */
 void train_finish(train_t *tr);
 
