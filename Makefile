@@ -1,6 +1,7 @@
 # The suite's one entry point.
 #   make            build every chapter program in place (01_matmul_hfu/hfu, ...)
-#   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU)
+#   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU);
+#                   the CUDA emulator's programs build while the first tests run
 #   make demo       the main job on this machine, then its charts
 #   make plots      redraw every chart from the CSV files present (plots/data -> plots/)
 #   make figures    redraw the charts the READMEs show from the CSVs committed beside
@@ -121,9 +122,12 @@ deps:
 # make was given its own -j.
 BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
 
+# make test builds the programs, then starts the tests while the CUDA
+# emulator's programs build (EMU_BUILD in tests/run.sh): the tests that run
+# those wait for them, the others use the cores the build leaves idle.
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
-	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash tests/run.sh
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) $(LIB) $(PROGRAMS) $(TEST_PROGRAMS)
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) EMU_BUILD='$(MAKE) --no-print-directory $(BUILD_JOBS) all' bash tests/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
