@@ -125,9 +125,12 @@ BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || ech
 # make test builds the programs, then starts the tests while the CUDA
 # emulator's programs build (EMU_BUILD in tests/run.sh): the tests that run
 # those wait for them, the others use the cores the build leaves idle.
+# (EMU_MAKE, not $(MAKE) itself, so that make -n test runs no tests.)
+EMU_MAKE = $(MAKE)
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD_JOBS) $(LIB) $(PROGRAMS) $(TEST_PROGRAMS)
-	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) EMU_BUILD='$(MAKE) --no-print-directory $(BUILD_JOBS) all' bash tests/run.sh
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) \
+	    EMU_BUILD='$(EMU_MAKE) --no-print-directory -j$(shell nproc 2>/dev/null || echo 1) $(EMU_TARGETS)' bash tests/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
