@@ -71,6 +71,9 @@ if [ "${SANITIZE:-0}" = 1 ]; then
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
 
+# The emulator's build is this run's: a test that starts a runner of its own
+# (a grader's, in a copy) must not inherit it.
+emu_build="${EMU_BUILD:-}"; unset EMU_BUILD
 filter="${TESTS:-}"
 scale="${TEST_TIME_SCALE:-1}"
 jobs="${TEST_JOBS:-$((2 * cores))}"
@@ -103,7 +106,7 @@ t()     { selected "$1" && add pass "$@"; return 0; }
 tfail() { selected "$1" && add fail "$@"; return 0; }
 in_order() { chains=$((chains + 1)); chain_now=$chains; }
 # emu_made BIN: EMU_BUILD makes BIN
-emu_made() { [ -n "${EMU_BUILD:-}" ] && [[ $1 =~ ^build/(emu/|tests/cuda_emu_) ]]; }
+emu_made() { [ -n "$emu_build" ] && [[ $1 =~ ^build/(emu/|tests/cuda_emu_) ]]; }
 built() { [ -x "$1" ] || emu_made "$1"; }
 unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
     local bin=$1 secs=$2 np=$3 fmt=${4:-%s} names n picked=()
@@ -130,10 +133,10 @@ done
 # needs_emu I: test I runs an emulated program
 needs_emu() { [[ " ${CMD[$1]} " =~ build/(emu/|tests/cuda_emu_)|\ emu(-async)?\  ]]; }
 build=""   # the index of the emulator's build, when it runs
-if [ -n "${EMU_BUILD:-}" ]; then
+if [ -n "$emu_build" ]; then
     for i in "${!MODE[@]}"; do
         needs_emu "$i" || continue
-        chain_now=0; add pass build_emulated_programs 1200 0 bash -c "$EMU_BUILD"
+        chain_now=0; add pass build_emulated_programs 1200 0 bash -c "$emu_build"
         build=$((${#MODE[@]} - 1)); break
     done
 fi
