@@ -1,5 +1,6 @@
 # The suite's one entry point.
 #   make            build every chapter program in place (01_matmul_hfu/hfu, ...)
+#   make programs   the same without the CUDA emulator's programs (tests/cuda_emu)
 #   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU);
 #                   the CUDA emulator's programs build while the first tests run
 #   make demo       the main job on this machine, then its charts
