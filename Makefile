@@ -1,6 +1,8 @@
 # The suite's one entry point.
 #   make            build every chapter program in place (01_matmul_hfu/hfu, ...)
-#   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU)
+#   make programs   the same without the CUDA emulator's programs (tests/cuda_emu)
+#   make test       build, then run the unit and multi-rank tests (DEVICE=cuda on a GPU);
+#                   the CUDA emulator's programs build while the first tests run
 #   make demo       the main job on this machine, then its charts
 #   make plots      redraw every chart from the CSV files present (plots/data -> plots/)
 #   make figures    redraw the charts the READMEs show from the CSVs committed beside
@@ -96,7 +98,9 @@ TEST_PROGRAMS :=
 include $(sort $(wildcard */build.mk))
 
 # ---- rules -----------------------------------------------------------------
-all: $(LIB) $(PROGRAMS) $(TEST_PROGRAMS) $(EMU_TARGETS)
+all: programs $(EMU_TARGETS)
+# all but the CUDA emulator's programs (tests/build.mk)
+programs: $(LIB) $(PROGRAMS) $(TEST_PROGRAMS)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
@@ -121,9 +125,15 @@ deps:
 # make was given its own -j.
 BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
 
+# make test builds the programs, then starts the tests while the CUDA
+# emulator's programs build (EMU_BUILD in tests/run.sh): the tests that run
+# those wait for them, the others use the cores the build leaves idle.
+# (EMU_MAKE, not $(MAKE) itself, so that make -n test runs no tests.)
+EMU_MAKE = $(MAKE)
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
-	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) bash tests/run.sh
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) programs
+	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) \
+	    EMU_BUILD='$(EMU_MAKE) --no-print-directory -j$(shell nproc 2>/dev/null || echo 1) $(EMU_TARGETS)' bash tests/run.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
@@ -168,5 +178,5 @@ regrade:
 clean:
 	rm -rf build $(PROGRAMS) $(TEST_PROGRAMS)
 
-.PHONY: all deps test demo plots figures tables reference-charts cluster-up cluster-down assignment grade regrade answers clean
+.PHONY: all programs deps test demo plots figures tables reference-charts cluster-up cluster-down assignment grade regrade answers clean
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

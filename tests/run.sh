@@ -35,6 +35,14 @@
 # a crash or a hang left without a verdict, runs again alone under its own
 # limit, and that run is the one reported.
 #
+# EMU_BUILD=COMMAND (make test sets it) builds the CUDA emulator's programs
+# (build/emu/*, build/tests/cuda_emu_*) beside the tests: it runs first, as
+# the test build_emulated_programs weighing one rank per core, and a test
+# that runs one of them (its command names one, or a test script's emu mode)
+# starts once it has ended, the others meanwhile. A list tests for such a
+# binary with `built BIN`, and `unit` asks it for its names when its tests
+# start.
+#
 # Environment: TESTS=REGEX runs only the matching tests; VERBOSE=1 prints
 # every test's output; TEST_TIME_SCALE=K multiplies every time limit by K
 # (for a machine slower still: an emulator, a sanitizer build on one core).
@@ -63,6 +71,9 @@ if [ "${SANITIZE:-0}" = 1 ]; then
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
 
+# The emulator's build is this run's: a test that starts a runner of its own
+# (a grader's, in a copy) must not inherit it.
+emu_build="${EMU_BUILD:-}"; unset EMU_BUILD
 filter="${TESTS:-}"
 scale="${TEST_TIME_SCALE:-1}"
 jobs="${TEST_JOBS:-$((2 * cores))}"
@@ -94,9 +105,16 @@ add() {  # MODE NAME SECONDS NP CMD...
 t()     { selected "$1" && add pass "$@"; return 0; }
 tfail() { selected "$1" && add fail "$@"; return 0; }
 in_order() { chains=$((chains + 1)); chain_now=$chains; }
+# emu_made BIN: EMU_BUILD makes BIN
+emu_made() { [ -n "$emu_build" ] && [[ $1 =~ ^build/(emu/|tests/cuda_emu_) ]]; }
+built() { [ -x "$1" ] || emu_made "$1"; }
 unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
     local bin=$1 secs=$2 np=$3 fmt=${4:-%s} names n picked=()
     shift $(($# < 4 ? $# : 4))
+    if emu_made "$bin"; then   # names when its tests start: "-" for now
+        add unit "$bin" "$secs" "$np" "$@" "$bin"
+        UNITS[$((${#CMD[@]} - 1))]="$secs $fmt -"; return 0
+    fi
     if ! names=$("$bin" --list 2>&1); then
         add pass "$bin --list" 60 0 sh -c "echo \"\$1\"; exit 1" _ "$names"; return 0
     fi
@@ -112,6 +130,16 @@ for f in tests/*.tests; do
     # shellcheck source=/dev/null
     source "$f"
 done
+# needs_emu I: test I runs an emulated program
+needs_emu() { [[ " ${CMD[$1]} " =~ build/(emu/|tests/cuda_emu_)|\ emu(-async)?\  ]]; }
+build=""   # the index of the emulator's build, when it runs
+if [ -n "$emu_build" ]; then
+    for i in "${!MODE[@]}"; do
+        needs_emu "$i" || continue
+        chain_now=0; add pass build_emulated_programs 1200 0 bash -c "$emu_build"
+        build=$((${#MODE[@]} - 1)); break
+    done
+fi
 total=0
 for i in "${!MODE[@]}"; do
     if [ "${MODE[$i]}" = unit ]; then set -- ${UNITS[$i]}; total=$((total + $# - 2)); else total=$((total + 1)); fi
@@ -143,9 +171,20 @@ verdict() {
 # A unit binary's tests in one process; each name it gives no "unit: PASS"
 # line for runs again alone, and that run is its result.
 run_unit() {  # I OUT
-    local i=$1 out=$2 secs fmt names n st shown
+    local i=$1 out=$2 secs fmt names n st shown limit=${SECS[$i]}
     read -r secs fmt names <<<"${UNITS[$i]}"
-    run "${CMD[$i]} $names" "${SECS[$i]}" "${NP[$i]}" "$out"
+    if [ "$names" = - ]; then   # listed now; SECS holds the limit per test
+        if ! names=$("${NAME[$i]}" --list 2>"$out.err"); then
+            echo "$names" >"$out.log"; echo 1 >"$out.rc"; echo 0 >"$out.ms"
+            echo "FAIL ${NAME[$i]}_--list 0 $out" >>"$out.res"; return
+        fi
+        local picked=()
+        # shellcheck disable=SC2059
+        for n in $names; do selected "$(printf "$fmt" "$n")" && picked+=("$n"); done
+        [ ${#picked[@]} -gt 0 ] || return 0
+        names="${picked[*]}"; limit=$((limit * ${#picked[@]}))
+    fi
+    run "${CMD[$i]} $names" "$limit" "${NP[$i]}" "$out"
     for n in $names; do
         # shellcheck disable=SC2059
         shown=$(printf "$fmt" "$n")
@@ -164,7 +203,7 @@ run_unit() {  # I OUT
 run_test() {  # I: its results in $work/I.res, written when it has ended
     local i=$1 out="$work/$1"
     if [ "${MODE[$i]}" = unit ]; then
-        run_unit "$i" "$out.u"
+        touch "$out.u.res"; run_unit "$i" "$out.u"
     else
         run "${CMD[$i]}" "${SECS[$i]}" "${NP[$i]}" "$out.u"
         printf '%s %s %s %s\n' "$([ -z "$(verdict "${MODE[$i]}" "$out.u")" ] && echo PASS || echo FAIL)" \
@@ -200,9 +239,10 @@ report() {  # I: print test I's results with the progress so far
 
 # ---- the schedule: list order, up to $jobs ranks at once ------------------------
 # A job is one test, or an in_order chain of tests run one after another;
-# it weighs as its heaviest test.
+# it weighs as its heaviest test. The emulator's build goes first; the jobs
+# that need it wait aside, in list order, and go next once it has ended.
 declare -A running=() weighs=()   # pid -> the job's test indices, its weight
-busy=0
+busy=0; building=""               # building: the build's pid while it runs
 weight() { local w=${NP[$1]}; [ "$w" -lt 1 ] && w=1; [ "$w" -gt "$jobs" ] && w=$jobs; echo "$w"; }
 reap() {  # wait until a running job ends, report every one that has
     local pid i ended=0
@@ -211,22 +251,37 @@ reap() {  # wait until a running job ends, report every one that has
         ! kill -0 "$pid" 2>/dev/null || continue
         for i in ${running[$pid]}; do
             [ -e "$work/$i.res" ] || echo "FAIL ${NAME[$i]} 0 -" >"$work/$i.res"   # killed from outside
+            # a unit listed when it ran counted as one test till now
+            [ "${MODE[$i]}" = unit ] && [ "${UNITS[$i]##* }" = - ] && total=$((total + $(wc -l <"$work/$i.res") - 1))
             report "$i"
         done
+        [ "$pid" = "$building" ] && building=""
         busy=$((busy - ${weighs[$pid]})); unset "running[$pid]" "weighs[$pid]"; ended=1
     done
     [ $ended = 1 ] || sleep 0.1
 }
+launch() {  # JOB WEIGHT: start the job once WEIGHT ranks are free
+    while [ ${#running[@]} -gt 0 ] && [ $((busy + $2)) -gt "$jobs" ]; do reap; done
+    { for j in $1; do run_test "$j"; done; } & running[$!]=$1; weighs[$!]=$2; busy=$((busy + $2))
+}
+waiting=()   # "WEIGHT JOB" of the jobs that wait for the build
+start_waiting() { local x; for x in "${waiting[@]}"; do launch "${x#* }" "${x%% *}"; done; waiting=(); }
 n=${#MODE[@]}
+if [ -n "$build" ]; then
+    n=$build; launch "$build" "$(( cores < jobs ? cores : jobs ))"; building=$!
+fi
 for ((i = 0; i < n; i++)); do
-    job=$i; w=$(weight "$i")
+    job=$i; w=$(weight "$i"); emu=0; needs_emu "$i" && emu=1
     while [ "${CHAIN[$i]}" != 0 ] && [ $((i + 1)) -lt "$n" ] && [ "${CHAIN[$((i + 1))]}" = "${CHAIN[$i]}" ]; do
-        i=$((i + 1)); job="$job $i"
+        i=$((i + 1)); job="$job $i"; needs_emu "$i" && emu=1
         [ "$(weight "$i")" -gt "$w" ] && w=$(weight "$i")
     done
-    while [ ${#running[@]} -gt 0 ] && [ $((busy + w)) -gt "$jobs" ]; do reap; done
-    { for j in $job; do run_test "$j"; done; } & running[$!]=$job; weighs[$!]=$w; busy=$((busy + w))
+    if [ -n "$building" ] && [ $emu = 1 ]; then waiting+=("$w $job"); continue; fi
+    [ -z "$building" ] && start_waiting
+    launch "$job" "$w"
 done
+while [ -n "$building" ]; do reap; done
+start_waiting
 while [ ${#running[@]} -gt 0 ]; do reap; done
 
 if [ $failed -gt 0 ]; then
