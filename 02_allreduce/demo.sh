@@ -13,3 +13,7 @@ step bash 02_allreduce/sweep_compress.sh plots/data/allreduce_compress.csv --dev
 # The ring all-reduce's steps on 4 ranks, watched as ring.c runs them
 # (ring_steps.png; a second).
 step mpirun -np 4 ./02_allreduce/ring_schedule --csv plots/data/ring_steps.csv
+# The hierarchy's bandwidths: memory, shared memory between 2 ranks, TCP
+# between 2 nodes of scripts/cluster.sh (as root; else those rows are left
+# out), beside an H100 cluster's published figures (hierarchy.png).
+step bash 02_allreduce/hierarchy.sh plots/data/hierarchy.csv
