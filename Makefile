@@ -135,8 +135,10 @@ test: deps
 	@DEVICE=$(DEVICE) SANITIZE=$(SANITIZE) \
 	    EMU_BUILD='$(EMU_MAKE) --no-print-directory -j$(shell nproc 2>/dev/null || echo 1) $(EMU_TARGETS)' bash tests/run.sh
 
+# make demo and reference-charts run the programs alone: the emulator's are
+# the tests'.
 demo: deps
-	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) programs
 	@bash scripts/demo.sh
 
 plots:
@@ -149,7 +151,7 @@ tables:
 	@bash scripts/tables.sh
 
 reference-charts: deps
-	@$(MAKE) --no-print-directory $(BUILD_JOBS) all
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) programs
 	@bash scripts/reference_charts.sh
 
 NODES ?= 2
