@@ -62,6 +62,11 @@ typedef struct {
     int *order;             /* (clients) this round's selection: the first m */
     int *finisher;          /* (clients) the selected that make the deadline, in order */
     int client, local_step; /* what the runner reads now */
+    int selected;           /* m: the clients selected each round */
+    double ddp_mb;          /* what DDP over m workers sends per step, MB */
+    float *w, *sum, *gsum;  /* (n) fp32: the server's weights, the sum of n_k w_k; --full-batch's gradient sum */
+    FILE *csv, *ccsv;       /* --fed-csv, --clients-csv (rank 0) */
+    long selected_all, dropped_all;   /* over the rounds so far */
     runner_t run;
 } fedavg_t;
 
@@ -84,9 +89,9 @@ static void client_batch(train_t *tr, void *ctx, long step, int micro) {
  * are left out); a shard of fewer than B samples is one step on all of it
  * (its batch padded with ignored rows); with --full-batch (B = infinity)
  * the whole shard, one sample per runner step with the gradients summed in
- * gsum. Each step clips by its own norm and takes round r's learning rate
+ * f->gsum. Each step clips by its own norm and takes round r's learning rate
  * (plain SGD: the update's number counts for nothing else). */
-static double client_update(train_t *tr, fedavg_t *f, int k, long r, float *gsum, double *tokens) {
+static double client_update(train_t *tr, fedavg_t *f, int k, long r, double *tokens) {
     int n = f->count[k], small = n < tr->o.batch;
     int B = f->full_batch || small ? n : tr->o.batch, steps = f->full_batch || small ? 1 : n / B;
     float *g = tr->opt.pieces[0].grad;   /* (n) fp32: the whole model's gradients */
@@ -99,15 +104,15 @@ static double client_update(train_t *tr, fedavg_t *f, int k, long r, float *gsum
     for (int s = 0; s < f->epochs * steps; s++) {
         train_step_t st;
         if (f->full_batch) {
-            dev_memset0(&tr->dev, gsum, bytes);
+            dev_memset0(&tr->dev, f->gsum, bytes);
             for (int j = 0; j < B; j++) {
                 f->local_step = j;
                 st = (train_step_t){0};
                 runner_step(tr, &f->run, s + 1, &st);
                 loss += st.loss;
-                op_add(&tr->dev, DT_F32, gsum, g, gsum, tr->opt.n);
+                op_add(&tr->dev, DT_F32, f->gsum, g, f->gsum, tr->opt.n);
             }
-            dev_copy(&tr->dev, g, gsum, bytes);
+            dev_copy(&tr->dev, g, f->gsum, bytes);
         } else {
             f->local_step = s % steps;
             st = (train_step_t){0};
@@ -155,6 +160,172 @@ static double client_speed(uint64_t seed, int k, long round) {
     return exp2(4.0 * (double)(h >> 11) * 0x1.0p-53 - 2.0);
 }
 
+/* Refuses what a round cannot do, then builds the 1-rank model, the runner
+ * (no gradient sync: each client trains alone) and the SGD optimizer. */
+static void fedavg_setup(train_t *tr, fedavg_t *f) {
+    if (strcmp(tr->o.optim, "sgd")) usage_error("fedavg's clients step with plain SGD (--optim sgd)");
+    if ((long)f->clients * f->per_client > INT_MAX)
+        usage_error("--clients %d x --client-samples %d is more than %d samples", f->clients, f->per_client, INT_MAX);
+    args_check_output(MPI_COMM_WORLD, "fed-csv", f->fed_csv, FED_HEADER);
+    args_check_output(MPI_COMM_WORLD, "clients-csv", f->clients_csv, NULL);
+    if (f->full_batch) {   /* one sample per runner step, summed */
+        if (tr->o.micro != 1) usage_error("--full-batch takes no --micro");
+        tr->o.batch = 1;
+    }
+    train_setup(tr, 1, 1, 1);
+    train_model(tr, MODEL_PARAMS_AND_GRADS);
+    runner_init(&f->run, NULL, tr, (grad_strategy_t){0}, 0, 0);
+    train_optimizer(tr, NULL, 0, 0);
+    tr->own_norm = 1;   /* each client clips by its own gradient's norm */
+}
+
+/* Deals the corpus into the clients' shards and makes them the runner's
+ * data; returns the seconds the split took. */
+static double split_clients(train_t *tr, fedavg_t *f) {
+    int K = f->clients;
+    f->ids = xmalloc(sizeof(long) * (size_t)K * f->per_client);
+    f->first = xmalloc(sizeof(int) * K);
+    f->count = xmalloc(sizeof(int) * K);
+    f->order = xmalloc(sizeof(int) * K);
+    f->finisher = xmalloc(sizeof(int) * K);
+    double t_split = now_s();
+    data_client_split(&tr->data, K, f->per_client, f->classes, f->alpha, f->ids, f->first, f->count);
+    t_split = now_s() - t_split;
+    tr->batch_fn = client_batch;
+    tr->batch_ctx = f;
+    return t_split;
+}
+
+/* The round's size m = max(1, round(C K)), and the lines that say what a
+ * round does: the split, the deadline, the bytes against DDP's. */
+static void fedavg_intro(train_t *tr, fedavg_t *f, double t_split) {
+    int K = f->clients, B = tr->o.batch, N = tr->dist.world, small = 0;
+    f->selected = (int)lround(f->fraction * K);
+    if (f->selected < 1) f->selected = 1;
+    int m = f->selected, minn = f->count[0], maxn = f->count[0];
+    for (int k = 0; k < K; k++) {
+        minn = f->count[k] < minn ? f->count[k] : minn, maxn = f->count[k] > maxn ? f->count[k] : maxn;
+        small += !f->full_batch && f->count[k] < B;
+    }
+    char bstr[16];
+    snprintf(bstr, sizeof bstr, "%d", B);
+    double P = (double)tr->opt.n;
+    f->ddp_mb = 2.0 * (m - 1) * 4.0 * P / 1e6;
+    say("fedavg:  %d clients over %d rank%s, %s split (%d to %d samples each, dealt in %.3f s), %d selected per "
+        "round (C %.3g), E %d, local batch %s, deadline %s\n", K, N, N == 1 ? "" : "s",
+        f->alpha > 0 ? "Dirichlet" : "IID equal", minn, maxn, t_split, m, f->fraction, f->epochs,
+        f->full_batch ? "the whole shard" : bstr, f->deadline > 0 ? "on" : "none");
+    if (small)
+        say("fedavg:  %d client%s hold%s fewer than %d samples: one local step per epoch on the whole shard\n",
+            small, small == 1 ? "" : "s", small == 1 ? "s" : "", B);
+    if (f->deadline > 0)
+        say("fedavg:  deadline %.6g simulated s; client time E n_k / speed_k, speeds drawn each round\n", f->deadline);
+    say("fedavg:  bytes per round 4 x %.0f x (selected + finished) <= %.7g MB; DDP over %d workers: 2 x (%d - 1) x 4 x "
+        "%.0f = %.7g MB per step\n", P, 4.0 * P * 2 * m / 1e6, m, m, P, f->ddp_mb);
+}
+
+/* The server's weights w, the sum of the n_k w_k, and the CSVs (rank 0). */
+static void fedavg_open(train_t *tr, fedavg_t *f) {
+    size_t bytes = tr->opt.n * sizeof(float);
+    f->w = dev_alloc_as(&tr->dev, bytes, MEM_OPTIM);
+    f->sum = dev_alloc_as(&tr->dev, bytes, MEM_OPTIM);
+    f->gsum = f->full_batch ? dev_alloc_as(&tr->dev, bytes, MEM_GRADS) : NULL;
+    dev_copy(&tr->dev, f->w, tr->opt.master, bytes);
+    int rank = tr->dist.rank;
+    f->csv = f->fed_csv && rank == 0 ? csv_open(f->fed_csv, FED_HEADER) : NULL;
+    if (f->clients_csv && rank == 0) {   /* the clients of this run: replaced, not appended */
+        if (!(f->ccsv = fopen(f->clients_csv, "w"))) die("cannot write %s: %s", f->clients_csv, strerror(errno));
+        fprintf(f->ccsv, "%s\n", CLIENTS_HEADER);
+    }
+}
+
+static void fedavg_close(train_t *tr, fedavg_t *f) {
+    if (f->csv) out_close(f->csv, f->fed_csv);
+    if (f->ccsv) out_close(f->ccsv, f->clients_csv);
+    dev_free(&tr->dev, f->w);
+    dev_free(&tr->dev, f->sum);
+    dev_free(&tr->dev, f->gsum);
+    free(f->ids);
+    free(f->first);
+    free(f->count);
+    free(f->order);
+    free(f->finisher);
+    runner_free(&f->run);
+}
+
+/* Round r's speeds against the deadline: the selected that make it, in
+ * order, into finisher (the j-th runs on rank j mod N); returns how many. */
+static int meet_deadline(train_t *tr, fedavg_t *f, long r) {
+    int nf = 0, N = tr->dist.world;
+    for (int i = 0; i < f->selected; i++) {
+        int k = f->order[i];
+        double speed = client_speed((uint64_t)tr->o.c.seed, k, r), t = f->epochs * (double)f->count[k] / speed;
+        int late = f->deadline > 0 && t > f->deadline;
+        if (f->ccsv)
+            fprintf(f->ccsv, "%ld,%d,%d,%d,%.17g,%.17g,%d\n", r, k, late ? -1 : nf % N, f->count[k], speed, t, late);
+        if (!late) f->finisher[nf++] = k;
+    }
+    return nf;
+}
+
+/* This rank's share of the nf finishers, each from w: sum holds the sum
+ * over every rank of n_k w_k, and tot the sums of n_k, training loss and
+ * its tokens. */
+static void local_updates(train_t *tr, fedavg_t *f, int nf, long r, double tot[3]) {
+    dev_memset0(&tr->dev, f->sum, tr->opt.n * sizeof(float));
+    tot[0] = tot[1] = tot[2] = 0;
+    for (int j = tr->dist.rank; j < nf; j += tr->dist.world) {
+        int k = f->finisher[j];
+        double tokens;
+        optim_load(&tr->opt, tr->dtype, f->w);
+        tot[1] += client_update(tr, f, k, r, &tokens);
+        tot[2] += tokens;
+        op_scale(&tr->dev, DT_F32, tr->opt.master, (float)f->count[k], tr->opt.n);   /* n_k w_k */
+        op_add(&tr->dev, DT_F32, f->sum, tr->opt.master, f->sum, tr->opt.n);
+        tot[0] += f->count[k];
+    }
+    comm_allreduce(&tr->grad, f->sum, f->sum, tr->opt.n, DT_F32, RED_SUM);
+    dist_allreduce(tot, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "round totals");
+}
+
+/* Round r's log line, its --fed-csv row, and the --clients-csv rows flushed. */
+static void log_round(train_t *tr, fedavg_t *f, long r, int nf, const double tot[3], double ev) {
+    /* nobody trained (every client dropped, or empty shards): no training loss */
+    double train = tot[2] > 0 ? tot[1] / tot[2] : NAN;
+    int m = f->selected, dropped = m - nf;
+    double mb = 4.0 * (double)tr->opt.n * (2 * m - dropped) / 1e6;
+    f->selected_all += m;
+    f->dropped_all += dropped;
+    char tl[16] = "     -";
+    if (tot[2] > 0) snprintf(tl, sizeof tl, "%.4f", train);
+    say("round %5ld/%d | selected %d | dropped %d | train loss %s | eval loss %.4f | lr %.2e | %.4f MB\n",
+        r, tr->o.steps, m, dropped, tl, ev, train_lr(tr, r), mb);
+    if (f->csv) {
+        fprintf(f->csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f", r, f->clients, f->fraction, f->epochs,
+                f->deadline, f->alpha, m, dropped, train, ev, mb, f->ddp_mb);
+        csv_end_row(f->csv, "measured");
+        out_flush(f->csv, f->fed_csv);
+    }
+    if (f->ccsv) out_flush(f->ccsv, f->clients_csv);
+    train_record(tr, r, train, 0);
+}
+
+/* One round r: select m clients, drop those past the deadline, run the
+ * others' local updates, w <- their average weighted by n_k (nobody made
+ * it: w stays), evaluate w on the held-out mix, log. */
+static void fedavg_round(train_t *tr, fedavg_t *f, long r) {
+    select_clients(f, f->selected, (uint64_t)tr->o.c.seed, r);
+    int nf = meet_deadline(tr, f, r);
+    double tot[3];   /* sum of n_k, training loss, its tokens */
+    local_updates(tr, f, nf, r, tot);
+    if (tot[0] > 0) {
+        op_scale(&tr->dev, DT_F32, f->sum, (float)(1.0 / tot[0]), tr->opt.n);
+        dev_copy(&tr->dev, f->w, f->sum, tr->opt.n * sizeof(float));
+    }
+    optim_load(&tr->opt, tr->dtype, f->w);
+    log_round(tr, f, r, nf, tot, eval_loss(tr, f));
+}
+
 int main(int argc, char **argv) {
     fedavg_t f = {.clients = 8, .per_client = 24, .classes = 8, .epochs = 1, .eval_batches = 8,
                   .fraction = 1, .alpha = 0.5};
@@ -197,129 +368,15 @@ int main(int argc, char **argv) {
     tr.o.warmup = 0;
     tr.batch_per_rank = 1;
     train_init(&tr, &argc, &argv, &prog);
-    if (strcmp(tr.o.optim, "sgd")) usage_error("fedavg's clients step with plain SGD (--optim sgd)");
-    if ((long)f.clients * f.per_client > INT_MAX)
-        usage_error("--clients %d x --client-samples %d is more than %d samples", f.clients, f.per_client, INT_MAX);
-    args_check_output(MPI_COMM_WORLD, "fed-csv", f.fed_csv, FED_HEADER);
-    args_check_output(MPI_COMM_WORLD, "clients-csv", f.clients_csv, NULL);
-    if (f.full_batch) {   /* one sample per runner step, summed */
-        if (tr.o.micro != 1) usage_error("--full-batch takes no --micro");
-        tr.o.batch = 1;
-    }
-    train_setup(&tr, 1, 1, 1);
-    train_model(&tr, MODEL_PARAMS_AND_GRADS);
-    runner_init(&f.run, NULL, &tr, (grad_strategy_t){0}, 0, 0);
-    train_optimizer(&tr, NULL, 0, 0);
-    tr.own_norm = 1;   /* each client clips by its own gradient's norm */
-
-    int K = f.clients, B = tr.o.batch, rank = tr.dist.rank, N = tr.dist.world;
-    f.ids = xmalloc(sizeof(long) * (size_t)K * f.per_client);
-    f.first = xmalloc(sizeof(int) * K);
-    f.count = xmalloc(sizeof(int) * K);
-    f.order = xmalloc(sizeof(int) * K);
-    f.finisher = xmalloc(sizeof(int) * K);
-    double t_split = now_s();
-    data_client_split(&tr.data, K, f.per_client, f.classes, f.alpha, f.ids, f.first, f.count);
-    t_split = now_s() - t_split;
-    tr.batch_fn = client_batch;
-    tr.batch_ctx = &f;
-
-    int m = (int)lround(f.fraction * K), small = 0;
-    if (m < 1) m = 1;
-    int minn = f.count[0], maxn = f.count[0];
-    for (int k = 0; k < K; k++) {
-        minn = f.count[k] < minn ? f.count[k] : minn, maxn = f.count[k] > maxn ? f.count[k] : maxn;
-        small += !f.full_batch && f.count[k] < B;
-    }
-    char bstr[16];
-    snprintf(bstr, sizeof bstr, "%d", B);
-    double P = (double)tr.opt.n, ddp_mb = 2.0 * (m - 1) * 4.0 * P / 1e6;
-    say("fedavg:  %d clients over %d rank%s, %s split (%d to %d samples each, dealt in %.3f s), %d selected per "
-        "round (C %.3g), E %d, local batch %s, deadline %s\n", K, N, N == 1 ? "" : "s",
-        f.alpha > 0 ? "Dirichlet" : "IID equal", minn, maxn, t_split, m, f.fraction, f.epochs,
-        f.full_batch ? "the whole shard" : bstr, f.deadline > 0 ? "on" : "none");
-    if (small)
-        say("fedavg:  %d client%s hold%s fewer than %d samples: one local step per epoch on the whole shard\n",
-            small, small == 1 ? "" : "s", small == 1 ? "s" : "", B);
-    if (f.deadline > 0)
-        say("fedavg:  deadline %.6g simulated s; client time E n_k / speed_k, speeds drawn each round\n", f.deadline);
-    say("fedavg:  bytes per round 4 x %.0f x (selected + finished) <= %.7g MB; DDP over %d workers: 2 x (%d - 1) x 4 x "
-        "%.0f = %.7g MB per step\n", P, 4.0 * P * 2 * m / 1e6, m, m, P, ddp_mb);
-
-    size_t bytes = tr.opt.n * sizeof(float);
-    float *w = dev_alloc_as(&tr.dev, bytes, MEM_OPTIM), *sum = dev_alloc_as(&tr.dev, bytes, MEM_OPTIM);
-    float *gsum = f.full_batch ? dev_alloc_as(&tr.dev, bytes, MEM_GRADS) : NULL;
-    dev_copy(&tr.dev, w, tr.opt.master, bytes);
-    FILE *csv = f.fed_csv && rank == 0 ? csv_open(f.fed_csv, FED_HEADER) : NULL;
-    FILE *ccsv = NULL;
-    if (f.clients_csv && rank == 0) {   /* the clients of this run: replaced, not appended */
-        if (!(ccsv = fopen(f.clients_csv, "w"))) die("cannot write %s: %s", f.clients_csv, strerror(errno));
-        fprintf(ccsv, "%s\n", CLIENTS_HEADER);
-    }
+    fedavg_setup(&tr, &f);
+    double t_split = split_clients(&tr, &f);
+    fedavg_intro(&tr, &f, t_split);
+    fedavg_open(&tr, &f);
     say("\nround     0 | eval loss %.4f\n", eval_loss(&tr, &f));
-    long dropped_all = 0, selected_all = 0;
-    for (long r = 1; r <= tr.o.steps; r++) {
-        select_clients(&f, m, (uint64_t)tr.o.c.seed, r);
-        /* this round's speeds and deadline; the j-th that makes it runs on rank j mod N */
-        int nf = 0;
-        for (int i = 0; i < m; i++) {
-            int k = f.order[i];
-            double speed = client_speed((uint64_t)tr.o.c.seed, k, r), t = f.epochs * (double)f.count[k] / speed;
-            int late = f.deadline > 0 && t > f.deadline;
-            if (ccsv) fprintf(ccsv, "%ld,%d,%d,%d,%.17g,%.17g,%d\n", r, k, late ? -1 : nf % N, f.count[k], speed, t, late);
-            if (!late) f.finisher[nf++] = k;
-        }
-        dev_memset0(&tr.dev, sum, bytes);
-        double tot[3] = {0};   /* sum of n_k, training loss, its tokens */
-        for (int j = rank; j < nf; j += N) {
-            int k = f.finisher[j];
-            double tokens;
-            optim_load(&tr.opt, tr.dtype, w);
-            tot[1] += client_update(&tr, &f, k, r, gsum, &tokens);
-            tot[2] += tokens;
-            op_scale(&tr.dev, DT_F32, tr.opt.master, (float)f.count[k], tr.opt.n);   /* n_k w_k */
-            op_add(&tr.dev, DT_F32, sum, tr.opt.master, sum, tr.opt.n);
-            tot[0] += f.count[k];
-        }
-        comm_allreduce(&tr.grad, sum, sum, tr.opt.n, DT_F32, RED_SUM);
-        dist_allreduce(tot, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "round totals");
-        if (tot[0] > 0) {
-            op_scale(&tr.dev, DT_F32, sum, (float)(1.0 / tot[0]), tr.opt.n);
-            dev_copy(&tr.dev, w, sum, bytes);
-        }
-        optim_load(&tr.opt, tr.dtype, w);
-        /* nobody trained (every client dropped, or empty shards): no training loss */
-        double ev = eval_loss(&tr, &f), train = tot[2] > 0 ? tot[1] / tot[2] : NAN;
-        int dropped = m - nf;
-        double mb = 4.0 * P * (2 * m - dropped) / 1e6;
-        selected_all += m;
-        dropped_all += dropped;
-        char tl[16] = "     -";
-        if (tot[2] > 0) snprintf(tl, sizeof tl, "%.4f", train);
-        say("round %5ld/%d | selected %d | dropped %d | train loss %s | eval loss %.4f | lr %.2e | %.4f MB\n",
-            r, tr.o.steps, m, dropped, tl, ev, train_lr(&tr, r), mb);
-        if (csv) {
-            fprintf(csv, "%ld,%d,%.6g,%d,%.6g,%.6g,%d,%d,%.6f,%.6f,%.6f,%.6f", r, K, f.fraction, f.epochs,
-                    f.deadline, f.alpha, m, dropped, train, ev, mb, ddp_mb);
-            csv_end_row(csv, "measured");
-            out_flush(csv, f.fed_csv);
-        }
-        if (ccsv) out_flush(ccsv, f.clients_csv);
-        train_record(&tr, r, train, 0);
-    }
-    say("fedavg:  %ld of %ld selected clients dropped (%.1f%%)\n", dropped_all, selected_all,
-        100.0 * (double)dropped_all / (double)selected_all);
-    if (csv) out_close(csv, f.fed_csv);
-    if (ccsv) out_close(ccsv, f.clients_csv);
-    dev_free(&tr.dev, w);
-    dev_free(&tr.dev, sum);
-    dev_free(&tr.dev, gsum);
-    free(f.ids);
-    free(f.first);
-    free(f.count);
-    free(f.order);
-    free(f.finisher);
-    runner_free(&f.run);
+    for (long r = 1; r <= tr.o.steps; r++) fedavg_round(&tr, &f, r);
+    say("fedavg:  %ld of %ld selected clients dropped (%.1f%%)\n", f.dropped_all, f.selected_all,
+        100.0 * (double)f.dropped_all / (double)f.selected_all);
+    fedavg_close(&tr, &f);
     train_finish(&tr);
     return 0;
 }

@@ -439,6 +439,96 @@ static void summary(ps_t *p, ps_server_t *sv, const double *seconds) {
     free(cnt);
 }
 
+/* Refuses a layout of servers and workers that cannot run, and takes --csv
+ * for the updates' rows (the rows here are updates, not the trainers' steps). */
+static void check_roles(ps_t *p) {
+    train_t *tr = p->tr;
+    int world = tr->dist.world, S = p->servers, W = world - S;
+    if (W < 1) usage_error("--servers %d leaves no worker among the %d ranks", S, world);
+    if (p->straggler && (p->slow_rank < S || p->slow_rank >= world))
+        usage_error("--straggler %s: rank %d is no worker (workers are ranks %d..%d)", p->straggler,
+                    p->slow_rank, S, world - 1);
+    if (tr->o.batch % (W * tr->o.micro))
+        usage_error("--batch %d must be divisible by the %d workers x --micro %d (a worker's share)",
+                    tr->o.batch, W, tr->o.micro);
+    p->workers = W;
+    p->csv = tr->o.c.csv;
+    tr->o.c.csv = NULL;
+    args_check_output(MPI_COMM_WORLD, "csv", p->csv, PS_HEADER);
+}
+
+/* The data: W shares of each clock's global batch, as DDP's W ranks (the
+ * servers take none). */
+static void share_batch(ps_t *p) {
+    train_t *tr = p->tr;
+    int W = p->workers, rank = tr->dist.rank;
+    tr->dp = W;
+    tr->dp_rank = rank < p->servers ? 0 : rank - p->servers;
+    tr->mb = tr->o.batch / W / tr->o.micro;
+    free(tr->tokens);
+    free(tr->targets);
+    tr->tokens = xmalloc(sizeof(int) * (size_t)tr->mb * tr->o.seq);
+    tr->targets = xmalloc(sizeof(int) * (size_t)tr->mb * tr->o.seq);
+}
+
+/* A server's optimizer holds its shard [lo, hi) of the parameters and its
+ * AdamW state; a worker's, an empty part. */
+static void shard_optimizer(ps_t *p) {
+    train_t *tr = p->tr;
+    int rank = tr->dist.rank, is_server = rank < p->servers;
+    p->N = tr->model.size;
+    p->lo = is_server ? shard_lo(p, rank) : 0;
+    p->hi = is_server ? shard_lo(p, rank + 1) : 0;
+    optim_piece_t shard = {0, p->lo, p->hi - p->lo, tr->model.grads + p->lo,
+                           (char *)tr->model.params + p->lo * dtype_size(tr->dtype)};
+    tr->part_unique = is_server;
+    train_optimizer(tr, &shard, 1, p->hi - p->lo);
+}
+
+/* Every shard priced as the largest, so that every server sees the same
+ * arrivals, takes them in the same order and answers alike. */
+static void price_messages(ps_t *p) {
+    train_t *tr = p->tr;
+    size_t S = (size_t)p->servers;
+    p->link = (replay_links_t){.node_size = 1, .inter_us = tr->o.inter_us, .inter_gbps = tr->o.inter_gbps};
+    double shard_bytes = 4.0 * (double)((p->N + S - 1) / S);
+    p->pull_s = price(p, 2 * sizeof(double));
+    p->reply_s = price(p, 2 * sizeof(double) + shard_bytes);
+    p->push_s = price(p, 5 * sizeof(double) + shard_bytes);
+}
+
+/* The lines that say who serves, who works, and what the virtual clock prices. */
+static void ps_intro(const ps_t *p, long total) {
+    const train_t *tr = p->tr;
+    int world = tr->dist.world, S = p->servers, W = p->workers;
+    say("ps:      %d server%s (shards of %zu-%zu parameters), %d worker%s (ranks %d..%d, %d sequences each per "
+        "clock), --sync %s: %ld updates%s%s\n", S, S == 1 ? "" : "s", p->N / S, (p->N + S - 1) / S, W,
+        W == 1 ? "" : "s", S, world - 1, tr->o.batch / W, p->sync, total,
+        p->straggler ? ", straggler " : "", p->straggler ? p->straggler : "");
+    char compute[64];
+    if (p->compute_s > 0) snprintf(compute, sizeof compute, "%g s per clock", p->compute_s);
+    else snprintf(compute, sizeof compute, "thread CPU time");
+    say("clock:   virtual: compute %s; a message %g us + bytes at %g GB/s (pull %.3g ms, reply %.3g ms, "
+        "push %.3g ms)\n", compute, tr->o.inter_us, tr->o.inter_gbps, 1e3 * p->pull_s, 1e3 * p->reply_s,
+        1e3 * p->push_s);
+}
+
+/* A server's run: its state, the loop, its end on the virtual clock. */
+static void server_run(ps_t *p, ps_server_t *sv) {
+    int W = p->workers;
+    sv->pending = xcalloc((size_t)W, sizeof(long));
+    sv->next = xmalloc(sizeof(long) * (size_t)W);
+    for (int w = 0; w < W; w++) sv->next[w] = 1;
+    sv->host = xmalloc((p->hi - p->lo) * sizeof(float));
+    sv->sum = xmalloc((p->hi - p->lo) * sizeof(float));
+    server(p, sv);
+    p->t_end = sv->now;
+    free(sv->pending);
+    free(sv->next);
+    free(sv->host);
+    free(sv->sum);
+}
+
 int main(int argc, char **argv) {
     ps_t p = {.servers = 1, .sync = "bsp"};
     arg_t flags[] = {
@@ -476,64 +566,23 @@ int main(int argc, char **argv) {
     train_init(&tr, &argc, &argv, &prog);
     p.tr = &tr;
     parse_sync(&p);
-    int world = tr.dist.world, S = p.servers, W = world - S;
-    if (W < 1) usage_error("--servers %d leaves no worker among the %d ranks", S, world);
-    if (p.straggler && (p.slow_rank < S || p.slow_rank >= world))
-        usage_error("--straggler %s: rank %d is no worker (workers are ranks %d..%d)", p.straggler,
-                    p.slow_rank, S, world - 1);
-    if (tr.o.batch % (W * tr.o.micro))
-        usage_error("--batch %d must be divisible by the %d workers x --micro %d (a worker's share)",
-                    tr.o.batch, W, tr.o.micro);
-    p.workers = W;
-    p.csv = tr.o.c.csv;   /* the rows here are updates, not the trainers' steps */
-    tr.o.c.csv = NULL;
-    args_check_output(MPI_COMM_WORLD, "csv", p.csv, PS_HEADER);
+    check_roles(&p);
     tr.batch_per_rank = 1;   /* split over the W workers below, not over every rank */
     train_setup(&tr, 1, 1, 1);
     if (p.compute_s == 0 && (tr.dev.kind != DEV_CPU || tr.dev.threads > 1))
         usage_error("the virtual clock times a worker's compute in its thread's CPU time: it needs --device cpu "
                     "and --threads 1, or a fixed --compute-s");
-    int rank = tr.dist.rank, is_server = rank < S;
-    /* the data: W shares of each clock's global batch, as DDP's W ranks */
-    tr.dp = W;
-    tr.dp_rank = is_server ? 0 : rank - S;
-    tr.mb = tr.o.batch / W / tr.o.micro;
-    free(tr.tokens);
-    free(tr.targets);
-    tr.tokens = xmalloc(sizeof(int) * (size_t)tr.mb * tr.o.seq);
-    tr.targets = xmalloc(sizeof(int) * (size_t)tr.mb * tr.o.seq);
+    int rank = tr.dist.rank, W = p.workers, is_server = rank < p.servers;
+    share_batch(&p);
     train_model(&tr, MODEL_PARAMS_AND_GRADS);
-
-    p.N = tr.model.size;
-    p.lo = is_server ? shard_lo(&p, rank) : 0;
-    p.hi = is_server ? shard_lo(&p, rank + 1) : 0;
-    optim_piece_t shard = {0, p.lo, p.hi - p.lo, tr.model.grads + p.lo,
-                           (char *)tr.model.params + p.lo * dtype_size(tr.dtype)};
-    tr.part_unique = is_server;
-    train_optimizer(&tr, &shard, 1, p.hi - p.lo);   /* workers: an empty part */
-
-    /* every shard priced as the largest, so that every server sees the
-     * same arrivals, takes them in the same order and answers alike */
-    p.link = (replay_links_t){.node_size = 1, .inter_us = tr.o.inter_us, .inter_gbps = tr.o.inter_gbps};
-    double shard_bytes = 4.0 * (double)((p.N + (size_t)S - 1) / (size_t)S);
-    p.pull_s = price(&p, 2 * sizeof(double));
-    p.reply_s = price(&p, 2 * sizeof(double) + shard_bytes);
-    p.push_s = price(&p, 5 * sizeof(double) + shard_bytes);
+    shard_optimizer(&p);
+    price_messages(&p);
 
     ps_server_t sv = {0};
     tr.updates_per_step = p.bound == ASP ? W : 1;   /* ASP: W updates per clock (the lr schedule) */
     sv.total = (long)tr.o.steps * tr.updates_per_step;
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_server ? 0 : MPI_UNDEFINED, rank, &sv.servers));
-    say("ps:      %d server%s (shards of %zu-%zu parameters), %d worker%s (ranks %d..%d, %d sequences each per "
-        "clock), --sync %s: %ld updates%s%s\n", S, S == 1 ? "" : "s", p.N / S, (p.N + S - 1) / S, W,
-        W == 1 ? "" : "s", S, world - 1, tr.o.batch / W, p.sync, sv.total,
-        p.straggler ? ", straggler " : "", p.straggler ? p.straggler : "");
-    char compute[64];
-    if (p.compute_s > 0) snprintf(compute, sizeof compute, "%g s per clock", p.compute_s);
-    else snprintf(compute, sizeof compute, "thread CPU time");
-    say("clock:   virtual: compute %s; a message %g us + bytes at %g GB/s (pull %.3g ms, reply %.3g ms, "
-        "push %.3g ms)\n", compute, tr.o.inter_us, tr.o.inter_gbps, 1e3 * p.pull_s, 1e3 * p.reply_s,
-        1e3 * p.push_s);
+    ps_intro(&p, sv.total);
     if (rank == 0 && p.csv) sv.csv = csv_open(p.csv, PS_HEADER);
     runner_t run;
     if (!is_server) runner_init(&run, NULL, &tr, (grad_strategy_t){0}, 0, 0);
@@ -542,16 +591,8 @@ int main(int argc, char **argv) {
     say("\n");
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     sv.t_start = MPI_Wtime();
-    if (is_server) {
-        sv.pending = xcalloc((size_t)W, sizeof(long));
-        sv.next = xmalloc(sizeof(long) * (size_t)W);
-        for (int w = 0; w < W; w++) sv.next[w] = 1;
-        sv.host = xmalloc((p.hi - p.lo) * sizeof(float));
-        sv.sum = xmalloc((p.hi - p.lo) * sizeof(float));
-        server(&p, &sv);
-        p.t_end = sv.now;
-    } else
-        worker(&p, &run);
+    if (is_server) server_run(&p, &sv);
+    else worker(&p, &run);
     double seconds[2] = {p.t_end, MPI_Wtime() - sv.t_start};   /* virtual, real */
     dist_allreduce(seconds, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "run time");
     summary(&p, &sv, seconds);
@@ -565,10 +606,6 @@ int main(int argc, char **argv) {
     else MPI_CHECK(MPI_Comm_free(&sv.servers));
     free(sv.hist);
     free(sv.wstale);
-    free(sv.pending);
-    free(sv.next);
-    free(sv.host);
-    free(sv.sum);
     train_finish(&tr);
     return 0;
 }

@@ -11,95 +11,108 @@ static void sum_world(double *x, int n, MPI_Comm w) {
     dist_allreduce(x, n, MPI_DOUBLE, MPI_SUM, w, "the pipeline's report");
 }
 
-void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica, runner_report_t *r) {
+/* One array summed over the world, in slots: each rank fills its stage's. */
+typedef struct {
+    double *busy, *idle, *span;   /* (P) per step */
+    double *fwd, *bwd, *wt;       /* (P V) per chunk micro-batch */
+    double *lf, *lb;              /* (L) each layer's forward, backward */
+    double *eh;                   /* (4) embedding forward, backward, head forward, backward */
+    double *sent;                 /* (1) bytes per step */
+    double *t0, *t1;              /* (every stage's actions, in stage order) the last step's timeline */
+    double *dob;                  /* (P) a held output gradient's bytes */
+    double *sf, *sb;              /* (P K) each token slice's forward, backward */
+} report_slots_t;
+
+/* The array and its slots; returns the array, its length in *N. */
+static double *slots_alloc(const runner_t *e, report_slots_t *q, size_t *N) {
+    const pipe_schedule_t *s = e->s;
+    int P = s->P, V = s->V, L = e->m->cfg.layers, K = s->slices, nt = 0;
+    for (int p = 0; p < P; p++) nt += s->n[p];
+    *N = 3 * (size_t)P + 3 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt + P + 2 * (size_t)P * K;
+    double *x = xcalloc(*N, sizeof(double));
+    q->busy = x, q->idle = q->busy + P, q->span = q->idle + P, q->fwd = q->span + P, q->bwd = q->fwd + P * V;
+    q->lf = q->bwd + P * V, q->lb = q->lf + L, q->eh = q->lb + L, q->sent = q->eh + 4, q->t0 = q->sent + 1;
+    q->t1 = q->t0 + nt, q->wt = q->t1 + nt, q->dob = q->wt + P * V, q->sf = q->dob + P, q->sb = q->sf + P * K;
+    return x;
+}
+
+/* This rank's means per step and per chunk micro-batch (over its replicas),
+ * and, on replica 0, the last step's timeline from the earliest stage's start. */
+static void slots_fill(const runner_t *e, MPI_Comm world, int replicas, int replica, const report_slots_t *q) {
     const pipe_schedule_t *s = e->s;
     const model_t *m = e->m;
-    int P = s->P, V = s->V, L = m->cfg.layers, st = e->stage;
-    memset(r, 0, sizeof *r);
-    r->P = P;
-    r->V = V;
-    r->L = L;
-    r->steps = e->timed;
+    int V = s->V, L = m->cfg.layers, K = s->slices, st = e->stage;
     double T = e->timed > 0 ? e->timed : 1, per = T * s->M * replicas;
-    /* one array, summed over the world: each rank fills its stage's slots */
-    int nt = 0;
-    for (int q = 0; q < P; q++) nt += s->n[q];
-    int off = 0;
-    for (int q = 0; q < st; q++) off += s->n[q];
-    int K = s->slices;
-    size_t N = 3 * (size_t)P + 3 * (size_t)P * V + 2 * (size_t)L + 4 + 1 + 2 * (size_t)nt + P + 2 * (size_t)P * K;
-    double *x = xcalloc(N, sizeof(double));
-    double *busy = x, *idle = busy + P, *span = idle + P, *fwd = span + P, *bwd = fwd + P * V;
-    double *lf = bwd + P * V, *lb = lf + L, *eh = lb + L, *sent = eh + 4, *t0 = sent + 1, *t1 = t0 + nt;
-    double *wt = t1 + nt, *dob = wt + P * V, *sf = dob + P, *sb = sf + P * K;
-    busy[st] = e->sum_busy / T / replicas;
-    idle[st] = e->sum_idle / T / replicas;
-    span[st] = e->sum_span / T / replicas;
+    q->busy[st] = e->sum_busy / T / replicas;
+    q->idle[st] = e->sum_idle / T / replicas;
+    q->span[st] = e->sum_span / T / replicas;
     for (int c = 0; c < V; c++) {
-        fwd[st * V + c] = e->sum_fwd[c] / per;
-        wt[st * V + c] = e->sum_w[c] / per;
-        bwd[st * V + c] = e->sum_bwd[c] / per;
+        q->fwd[st * V + c] = e->sum_fwd[c] / per;
+        q->wt[st * V + c] = e->sum_w[c] / per;
+        q->bwd[st * V + c] = e->sum_bwd[c] / per;
     }
     for (int u = 0; u < m->n_units; u++) {
         int l = m->units[u].layer;
         double f = e->unit_s[0][u] / per, b = e->unit_s[1][u] / per;
-        if (l < 0) { eh[0] += f; eh[1] += b; }
-        else if (l >= L) { eh[2] += f; eh[3] += b; }
-        else { lf[l] += f; lb[l] += b; }
+        if (l < 0) { q->eh[0] += f; q->eh[1] += b; }
+        else if (l >= L) { q->eh[2] += f; q->eh[3] += b; }
+        else { q->lf[l] += f; q->lb[l] += b; }
     }
-    *sent = e->sum_sent / T / replicas;
-    if (e->split && e->pool_free[0] > 0) dob[st] = (double)e->pool[0]->dout_bytes / replicas;
+    *q->sent = e->sum_sent / T / replicas;
+    if (e->split && e->pool_free[0] > 0) q->dob[st] = (double)e->pool[0]->dout_bytes / replicas;
     for (int k = 0; k < K; k++) {   /* each slice runs M / K times per step */
-        sf[st * K + k] = e->slice_s[0][k] / (per / K);
-        sb[st * K + k] = e->slice_s[1][k] / (per / K);
+        q->sf[st * K + k] = e->slice_s[0][k] / (per / K);
+        q->sb[st * K + k] = e->slice_s[1][k] / (per / K);
     }
-    /* the last step's timeline of replica 0, from the earliest stage's start */
+    int off = 0;
+    for (int p = 0; p < st; p++) off += s->n[p];
     double start = e->t_zero, first = start;
     dist_allreduce(&first, 1, MPI_DOUBLE, MPI_MIN, world, "the pipeline's report");
     if (replica == 0)
         for (int i = 0; i < e->n; i++) {
-            t0[off + i] = e->t0[i] + start - first;
-            t1[off + i] = e->t1[i] + start - first;
+            q->t0[off + i] = e->t0[i] + start - first;
+            q->t1[off + i] = e->t1[i] + start - first;
         }
-    sum_world(x, (int)N, world);
-    r->busy = xmalloc(sizeof(double) * (size_t)P);
-    r->idle = xmalloc(sizeof(double) * (size_t)P);
-    r->span = xmalloc(sizeof(double) * (size_t)P);
-    r->fwd = xmalloc(sizeof(double) * (size_t)P * V);
-    r->bwd = xmalloc(sizeof(double) * (size_t)P * V);
-    r->layer_fwd = xmalloc(sizeof(double) * (size_t)L);
-    r->layer_bwd = xmalloc(sizeof(double) * (size_t)L);
-    memcpy(r->busy, busy, sizeof(double) * (size_t)P);
-    memcpy(r->idle, idle, sizeof(double) * (size_t)P);
-    memcpy(r->span, span, sizeof(double) * (size_t)P);
-    memcpy(r->fwd, fwd, sizeof(double) * (size_t)P * V);
-    memcpy(r->bwd, bwd, sizeof(double) * (size_t)P * V);
-    r->w = xmalloc(sizeof(double) * (size_t)P * V);
-    r->dout_bytes = xmalloc(sizeof(double) * (size_t)P);
-    memcpy(r->w, wt, sizeof(double) * (size_t)P * V);
-    memcpy(r->dout_bytes, dob, sizeof(double) * (size_t)P);
-    memcpy(r->layer_fwd, lf, sizeof(double) * (size_t)L);
-    memcpy(r->layer_bwd, lb, sizeof(double) * (size_t)L);
-    r->K = K;
-    r->slice_fwd = xmalloc(sizeof(double) * (size_t)P * K);
-    r->slice_bwd = xmalloc(sizeof(double) * (size_t)P * K);
-    memcpy(r->slice_fwd, sf, sizeof(double) * (size_t)P * K);
-    memcpy(r->slice_bwd, sb, sizeof(double) * (size_t)P * K);
-    r->emb_fwd = eh[0];
-    r->emb_bwd = eh[1];
-    r->head_fwd = eh[2];
-    r->head_bwd = eh[3];
-    r->sent = *sent;
-    r->t0 = xcalloc((size_t)P, sizeof(double *));
-    r->t1 = xcalloc((size_t)P, sizeof(double *));
-    for (int q = 0, o = 0; q < P; o += s->n[q], q++) {
-        r->t0[q] = xmalloc(sizeof(double) * ((size_t)s->n[q] + 1));
-        r->t1[q] = xmalloc(sizeof(double) * ((size_t)s->n[q] + 1));
-        memcpy(r->t0[q], t0 + o, sizeof(double) * (size_t)s->n[q]);
-        memcpy(r->t1[q], t1 + o, sizeof(double) * (size_t)s->n[q]);
+}
+
+static double *copy_of(const double *x, size_t n) {
+    double *c = xmalloc(sizeof(double) * n);
+    memcpy(c, x, sizeof(double) * n);
+    return c;
+}
+
+/* The summed slots into the report's arrays. */
+static void slots_take(const pipe_schedule_t *s, const report_slots_t *q, runner_report_t *r) {
+    size_t P = (size_t)r->P, PV = P * (size_t)r->V, L = (size_t)r->L, PK = P * (size_t)r->K;
+    r->busy = copy_of(q->busy, P);
+    r->idle = copy_of(q->idle, P);
+    r->span = copy_of(q->span, P);
+    r->fwd = copy_of(q->fwd, PV);
+    r->bwd = copy_of(q->bwd, PV);
+    r->w = copy_of(q->wt, PV);
+    r->dout_bytes = copy_of(q->dob, P);
+    r->layer_fwd = copy_of(q->lf, L);
+    r->layer_bwd = copy_of(q->lb, L);
+    r->slice_fwd = copy_of(q->sf, PK);
+    r->slice_bwd = copy_of(q->sb, PK);
+    r->emb_fwd = q->eh[0];
+    r->emb_bwd = q->eh[1];
+    r->head_fwd = q->eh[2];
+    r->head_bwd = q->eh[3];
+    r->sent = *q->sent;
+    r->t0 = xcalloc(P, sizeof(double *));
+    r->t1 = xcalloc(P, sizeof(double *));
+    for (int p = 0, o = 0; p < r->P; o += s->n[p], p++) {
+        r->t0[p] = xmalloc(sizeof(double) * ((size_t)s->n[p] + 1));
+        r->t1[p] = xmalloc(sizeof(double) * ((size_t)s->n[p] + 1));
+        memcpy(r->t0[p], q->t0 + o, sizeof(double) * (size_t)s->n[p]);
+        memcpy(r->t1[p], q->t1 + o, sizeof(double) * (size_t)s->n[p]);
     }
-    free(x);
-    /* the peaks: the largest over the replicas */
+}
+
+/* The peaks: the largest over the replicas. */
+static void report_peaks(const runner_t *e, MPI_Comm world, runner_report_t *r) {
+    int P = r->P, st = e->stage;
     double *pk = xcalloc(4 * (size_t)P, sizeof(double));
     pk[st] = e->held_peak;
     pk[P + st] = e->held_bytes_peak;
@@ -117,6 +130,23 @@ void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica,
         r->bufs[q] = (int)pk[2 * P + q];
     }
     free(pk);
+}
+
+void runner_report(const runner_t *e, MPI_Comm world, int replicas, int replica, runner_report_t *r) {
+    memset(r, 0, sizeof *r);
+    r->P = e->s->P;
+    r->V = e->s->V;
+    r->L = e->m->cfg.layers;
+    r->K = e->s->slices;
+    r->steps = e->timed;
+    report_slots_t q;
+    size_t N;
+    double *x = slots_alloc(e, &q, &N);
+    slots_fill(e, world, replicas, replica, &q);
+    sum_world(x, (int)N, world);
+    slots_take(e->s, &q, r);
+    free(x);
+    report_peaks(e, world, r);
 }
 
 void runner_report_free(runner_report_t *r) {

@@ -349,116 +349,169 @@ void pipe_replay_free(pipe_replay_t *r) {
  * current, started group; the group completes when all of its operations
  * have. A compute runs when the computes before it are done and the group of
  * its input's RECV has completed. */
-static int stream_check(const pipe_schedule_t *s, char *err, size_t len) {
-    int P = s->P, nm = n_msgs(s), rc = 0;
-    int **group_of = xcalloc((size_t)P, sizeof(int *));      /* action -> group */
-    int **g_first = xcalloc((size_t)P, sizeof(int *));       /* group -> first action */
-    int **g_comps = xcalloc((size_t)P, sizeof(int *));       /* group -> computes before it */
-    int **c_group = xcalloc((size_t)P, sizeof(int *));       /* compute k -> group of its input */
-    int **done = xcalloc((size_t)P, sizeof(int *));          /* action -> operation completed */
-    int *ng = xcalloc((size_t)P, sizeof(int)), *nc = xcalloc((size_t)P, sizeof(int));
-    int *head = xcalloc((size_t)P, sizeof(int)), *cdone = xcalloc((size_t)P, sizeof(int));
-    int *send_at = xmalloc(sizeof(int) * 2 * (size_t)nm);    /* message -> (stage, action) */
-    int *recv_at = xmalloc(sizeof(int) * 2 * (size_t)nm);
-    int *recv_group = xmalloc(sizeof(int) * (size_t)nm);     /* message -> group of its RECV */
-    for (int st = 0; st < P; st++) {
-        int n = s->n[st];
-        group_of[st] = xmalloc(sizeof(int) * (size_t)n + 1);
-        g_first[st] = xmalloc(sizeof(int) * (size_t)n + 1);
-        g_comps[st] = xmalloc(sizeof(int) * (size_t)n + 1);
-        c_group[st] = xmalloc(sizeof(int) * (size_t)n + 1);
-        done[st] = xcalloc((size_t)n + 1, sizeof(int));
-        int comps = 0;
-        for (int i = 0; i < n; i++) {
-            const pipe_action_t *a = &s->a[st][i];
-            group_of[st][i] = -1;
-            if (!pipe_is_msg(a->op)) {
-                comps++;
-                continue;
-            }
-            int id = action_msg(s, st, a);
-            if (i > 0 && s->a[st][i - 1].with_next) {
-                group_of[st][i] = ng[st] - 1;       /* joins the group before it */
-            } else {
-                g_first[st][ng[st]] = i;
-                g_comps[st][ng[st]] = comps;
-                group_of[st][i] = ng[st]++;
-            }
-            int *at = a->op == PA_SEND ? send_at : recv_at;
-            at[2 * id] = st;
-            at[2 * id + 1] = i;
-            if (a->op == PA_RECV) recv_group[id] = group_of[st][i];
+typedef struct {
+    int **group_of;      /* (P) action -> group */
+    int **g_first;       /* (P) group -> first action */
+    int **g_comps;       /* (P) group -> computes before it */
+    int **c_group;       /* (P) compute k -> group of its input */
+    int **done;          /* (P) action -> operation completed */
+    int *ng, *nc;        /* (P) groups, computes */
+    int *head, *cdone;   /* (P) the current group, the computes done */
+    int *send_at;        /* (messages, 2) message -> (stage, action) of its SEND */
+    int *recv_at;        /* (messages, 2) message -> (stage, action) of its RECV */
+    int *recv_group;     /* (messages) message -> group of its RECV */
+} streams_t;
+
+/* Stage st's groups, and where each message is sent and received. */
+static void stream_groups(const pipe_schedule_t *s, streams_t *m, int st) {
+    int n = s->n[st], comps = 0;
+    m->group_of[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+    m->g_first[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+    m->g_comps[st] = xmalloc(sizeof(int) * (size_t)n + 1);
+    m->done[st] = xcalloc((size_t)n + 1, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        const pipe_action_t *a = &s->a[st][i];
+        m->group_of[st][i] = -1;
+        if (!pipe_is_msg(a->op)) {
+            comps++;
+            continue;
         }
-        nc[st] = comps;
-        comps = 0;
-        for (int i = 0; i < n; i++) {
-            const pipe_action_t *a = &s->a[st][i];
-            if (pipe_is_msg(a->op)) continue;
-            int in = input_msg(s, st, a);
-            c_group[st][comps++] = in >= 0 ? recv_group[in] : -1;
+        int id = action_msg(s, st, a);
+        if (i > 0 && s->a[st][i - 1].with_next) {
+            m->group_of[st][i] = m->ng[st] - 1;       /* joins the group before it */
+        } else {
+            m->g_first[st][m->ng[st]] = i;
+            m->g_comps[st][m->ng[st]] = comps;
+            m->group_of[st][i] = m->ng[st]++;
+        }
+        int *at = a->op == PA_SEND ? m->send_at : m->recv_at;
+        at[2 * id] = st;
+        at[2 * id + 1] = i;
+        if (a->op == PA_RECV) m->recv_group[id] = m->group_of[st][i];
+    }
+    m->nc[st] = comps;
+}
+
+/* Stage st's computes: the group of each one's input RECV (-1: none). */
+static void stream_inputs(const pipe_schedule_t *s, streams_t *m, int st) {
+    int comps = 0;
+    m->c_group[st] = xmalloc(sizeof(int) * (size_t)s->n[st] + 1);
+    for (int i = 0; i < s->n[st]; i++) {
+        const pipe_action_t *a = &s->a[st][i];
+        if (pipe_is_msg(a->op)) continue;
+        int in = input_msg(s, st, a);
+        m->c_group[st][comps++] = in >= 0 ? m->recv_group[in] : -1;
+    }
+}
+
+static void streams_init(const pipe_schedule_t *s, streams_t *m) {
+    int P = s->P, nm = n_msgs(s);
+    m->group_of = xcalloc((size_t)P, sizeof(int *));
+    m->g_first = xcalloc((size_t)P, sizeof(int *));
+    m->g_comps = xcalloc((size_t)P, sizeof(int *));
+    m->c_group = xcalloc((size_t)P, sizeof(int *));
+    m->done = xcalloc((size_t)P, sizeof(int *));
+    m->ng = xcalloc((size_t)P, sizeof(int));
+    m->nc = xcalloc((size_t)P, sizeof(int));
+    m->head = xcalloc((size_t)P, sizeof(int));
+    m->cdone = xcalloc((size_t)P, sizeof(int));
+    m->send_at = xmalloc(sizeof(int) * 2 * (size_t)nm);
+    m->recv_at = xmalloc(sizeof(int) * 2 * (size_t)nm);
+    m->recv_group = xmalloc(sizeof(int) * (size_t)nm);
+    for (int st = 0; st < P; st++) {
+        stream_groups(s, m, st);
+        stream_inputs(s, m, st);
+    }
+}
+
+static void streams_free(const pipe_schedule_t *s, streams_t *m) {
+    for (int st = 0; st < s->P; st++) {
+        free(m->group_of[st]);
+        free(m->g_first[st]);
+        free(m->g_comps[st]);
+        free(m->c_group[st]);
+        free(m->done[st]);
+    }
+    free(m->group_of);
+    free(m->g_first);
+    free(m->g_comps);
+    free(m->c_group);
+    free(m->done);
+    free(m->ng);
+    free(m->nc);
+    free(m->head);
+    free(m->cdone);
+    free(m->send_at);
+    free(m->recv_at);
+    free(m->recv_group);
+}
+
+/* Group g of stage st has started: it is the current one and the computes
+ * posted before it are done. */
+static int stream_started(const streams_t *m, int st, int g) {
+    return m->head[st] == g && m->cdone[st] >= m->g_comps[st][g];
+}
+
+/* Completes the operations of stage st's current group whose partners'
+ * groups have started; returns whether anything moved, and *all whether
+ * the whole group has completed. */
+static int stream_pair(const pipe_schedule_t *s, streams_t *m, int st, int *all) {
+    int g = m->head[st], moved = 0;
+    *all = 1;
+    for (int i = m->g_first[st][g]; i < s->n[st] && m->group_of[st][i] == g; i++) {
+        if (m->done[st][i]) continue;
+        const pipe_action_t *a = &s->a[st][i];
+        int id = action_msg(s, st, a);
+        const int *at = a->op == PA_SEND ? m->recv_at : m->send_at;
+        int p = at[2 * id], pi = at[2 * id + 1];
+        if (stream_started(m, p, m->group_of[p][pi])) {
+            m->done[st][i] = m->done[p][pi] = 1;
+            moved = 1;
+        } else {
+            *all = 0;
         }
     }
-#define STARTED(st_, g_) (head[st_] == (g_) && cdone[st_] >= g_comps[st_][g_])
+    return moved;
+}
+
+/* Runs every stage's computes and groups as far as they go. */
+static void streams_run(const pipe_schedule_t *s, streams_t *m) {
     for (int moved = 1; moved;) {
         moved = 0;
-        for (int st = 0; st < P; st++) {
-            while (cdone[st] < nc[st] && c_group[st][cdone[st]] < head[st]) {
-                cdone[st]++;
+        for (int st = 0; st < s->P; st++) {
+            while (m->cdone[st] < m->nc[st] && m->c_group[st][m->cdone[st]] < m->head[st]) {
+                m->cdone[st]++;
                 moved = 1;
             }
-            while (head[st] < ng[st] && STARTED(st, head[st])) {
-                int g = head[st], all = 1;
-                for (int i = g_first[st][g]; i < s->n[st] && group_of[st][i] == g; i++) {
-                    if (done[st][i]) continue;
-                    const pipe_action_t *a = &s->a[st][i];
-                    int id = action_msg(s, st, a);
-                    const int *at = a->op == PA_SEND ? recv_at : send_at;
-                    int p = at[2 * id], pi = at[2 * id + 1];
-                    if (STARTED(p, group_of[p][pi])) {
-                        done[st][i] = done[p][pi] = 1;
-                        moved = 1;
-                    } else {
-                        all = 0;
-                    }
-                }
+            while (m->head[st] < m->ng[st] && stream_started(m, st, m->head[st])) {
+                int all;
+                if (stream_pair(s, m, st, &all)) moved = 1;
                 if (!all) break;
-                head[st]++;
+                m->head[st]++;
                 moved = 1;
             }
         }
     }
-#undef STARTED
-    for (int st = 0; st < P && rc == 0; st++) {
-        if (head[st] < ng[st]) {
+}
+
+static int stream_check(const pipe_schedule_t *s, char *err, size_t len) {
+    streams_t m;
+    int rc = 0;
+    streams_init(s, &m);
+    streams_run(s, &m);
+    for (int st = 0; st < s->P && rc == 0; st++) {
+        if (m.head[st] < m.ng[st]) {
             char what[96];
-            describe(what, sizeof what, &s->a[st][g_first[st][head[st]]]);
+            describe(what, sizeof what, &s->a[st][m.g_first[st][m.head[st]]]);
             rc = fail(err, len, "deadlock when every send waits for its receive (one stream per rank, "
                       "as NCCL runs them): stage %d is stuck at action %d (%s)", st,
-                      g_first[st][head[st]], what);
-        } else if (cdone[st] < nc[st]) {
+                      m.g_first[st][m.head[st]], what);
+        } else if (m.cdone[st] < m.nc[st]) {
             rc = fail(err, len, "deadlock when every send waits for its receive: stage %d is stuck "
-                      "before its compute number %d", st, cdone[st]);
+                      "before its compute number %d", st, m.cdone[st]);
         }
     }
-    for (int st = 0; st < P; st++) {
-        free(group_of[st]);
-        free(g_first[st]);
-        free(g_comps[st]);
-        free(c_group[st]);
-        free(done[st]);
-    }
-    free(group_of);
-    free(g_first);
-    free(g_comps);
-    free(c_group);
-    free(done);
-    free(ng);
-    free(nc);
-    free(head);
-    free(cdone);
-    free(send_at);
-    free(recv_at);
-    free(recv_group);
+    streams_free(s, &m);
     return rc;
 }
 
@@ -508,132 +561,172 @@ double pipe_bubble_formula(pipe_kind_t kind, int P, int M, int V) {
     }
 }
 
-int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
-    int P = s->P, M = s->M, V = s->V, PV = P * V, nm = n_msgs(s);
+/* Where, in one stage's list, each (mb, chunk)'s computes and each
+ * message's SEND and RECV are (-1: nowhere yet). */
+typedef struct {
+    int *fpos, *bpos, *wpos;   /* (M V) its FWD, BWD, W */
+    int *recv_pos, *send_pos;  /* (messages) */
+    int split;                 /* the list has W's */
+} stage_pos_t;
+
+/* 1, 2, 7 action by action on stage st: each compute once, in order, after
+ * its input; each message to the right neighbour, once, after its compute. */
+static int action_check(const pipe_schedule_t *s, int st, stage_pos_t *q, char *err, size_t len) {
+    int P = s->P, M = s->M, V = s->V, PV = P * V, rc = 0;
     char what[96];
-    /* 1, 2: each compute once, forward first; its messages around it */
-    int *fpos = xmalloc(sizeof(int) * (size_t)M * V), *bpos = xmalloc(sizeof(int) * (size_t)M * V);
-    int *wpos = xmalloc(sizeof(int) * (size_t)M * V);
-    int *recv_pos = xmalloc(sizeof(int) * (size_t)nm), *send_pos = xmalloc(sizeof(int) * (size_t)nm);
-    int rc = 0;
-    for (int st = 0; st < P && rc == 0; st++) {
-        for (int i = 0; i < M * V; i++) fpos[i] = bpos[i] = wpos[i] = -1;
-        int split = 0;
-        for (int i = 0; i < nm; i++) recv_pos[i] = send_pos[i] = -1;
-        for (int i = 0; i < s->n[st] && rc == 0; i++) {
-            const pipe_action_t *a = &s->a[st][i];
-            describe(what, sizeof what, a);
-            if (a->mb < 0 || a->mb >= M || a->chunk < 0 || a->chunk >= V || a->op < PA_FWD || a->op > PA_W) {
-                rc = fail(err, len, "stage %d action %d (%s): no such micro-batch, chunk or operation", st, i, what);
-                break;
-            }
-            int vs = pipe_vstage(s, st, a->chunk);
-            if (a->op == PA_W) {   /* 7: the weight-gradient half, once, after its B */
-                int k = a->mb * V + a->chunk;
-                split = 1;
-                if (wpos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, wpos[k], i);
-                else if (bpos[k] < 0) rc = fail(err, len, "stage %d runs %s (action %d) before its backward", st, what, i);
-                wpos[k] = i;
-                continue;
-            }
-            if (a->op == PA_FWD || a->op == PA_BWD) {
-                int *pos = a->op == PA_FWD ? fpos : bpos, k = a->mb * V + a->chunk;
-                if (pos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, pos[k], i);
-                else if (a->op == PA_BWD && fpos[k] < 0)
-                    rc = fail(err, len, "stage %d runs %s (action %d) before its forward", st, what, i);
-                pos[k] = i;
-                int in = input_msg(s, st, a);
-                if (rc == 0 && in >= 0 && recv_pos[in] < 0)
-                    rc = fail(err, len, "stage %d runs %s (action %d) without receiving its input first", st, what, i);
-                continue;
-            }
-            int want_peer = (a->op == PA_SEND) == (a->msg == PM_ACT) ? vs + 1 : vs - 1;
-            if (want_peer < 0 || want_peer >= PV) {
-                rc = fail(err, len, "stage %d action %d (%s): virtual stage %d has no such neighbour", st, i, what, vs);
-                break;
-            }
-            if (a->peer != want_peer % P) {
-                rc = fail(err, len, "stage %d action %d (%s): the other end is stage %d", st, i, what, want_peer % P);
-                break;
-            }
-            int id = action_msg(s, st, a);
-            int *pos = a->op == PA_SEND ? send_pos : recv_pos;
-            if (pos[id] >= 0) {
-                rc = fail(err, len, "stage %d posts %s twice (actions %d and %d)", st, what, pos[id], i);
-                break;
-            }
-            pos[id] = i;
-            if (a->op == PA_SEND) {
-                int k = a->mb * V + a->chunk, from = a->msg == PM_ACT ? fpos[k] : bpos[k];
-                if (from < 0) rc = fail(err, len, "stage %d action %d (%s) sends before computing it", st, i, what);
-            }
-            if (a->with_next && (i + 1 >= s->n[st] || !pipe_is_msg(s->a[st][i + 1].op)))
-                rc = fail(err, len, "stage %d action %d (%s) is grouped with an action that is no message", st, i, what);
+    for (int i = 0; i < s->n[st] && rc == 0; i++) {
+        const pipe_action_t *a = &s->a[st][i];
+        describe(what, sizeof what, a);
+        if (a->mb < 0 || a->mb >= M || a->chunk < 0 || a->chunk >= V || a->op < PA_FWD || a->op > PA_W) {
+            rc = fail(err, len, "stage %d action %d (%s): no such micro-batch, chunk or operation", st, i, what);
+            break;
         }
-        for (int k = 0; k < M * V && rc == 0; k++) {
-            int mb = k / V, c = k % V, vs = pipe_vstage(s, st, c);
-            if (fpos[k] < 0 || bpos[k] < 0 || (split && wpos[k] < 0))
-                rc = fail(err, len, "stage %d never runs the %s of micro-batch %d chunk %d", st,
-                          fpos[k] < 0 ? "forward" : bpos[k] < 0 ? "backward" : "W (weight gradients)", mb, c);
-            else if (vs < PV - 1 && send_pos[msg_id(s, PM_ACT, mb, vs)] < 0)
-                rc = fail(err, len, "stage %d never sends the activation of micro-batch %d chunk %d", st, mb, c);
-            else if (vs > 0 && send_pos[msg_id(s, PM_GRAD, mb, vs)] < 0)
-                rc = fail(err, len, "stage %d never sends the input gradient of micro-batch %d chunk %d", st, mb, c);
+        int vs = pipe_vstage(s, st, a->chunk);
+        if (a->op == PA_W) {   /* 7: the weight-gradient half, once, after its B */
+            int k = a->mb * V + a->chunk;
+            q->split = 1;
+            if (q->wpos[k] >= 0)
+                rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, q->wpos[k], i);
+            else if (q->bpos[k] < 0) rc = fail(err, len, "stage %d runs %s (action %d) before its backward", st, what, i);
+            q->wpos[k] = i;
+            continue;
         }
-        for (int i = 0; i < s->n[st] && rc == 0; i++) {   /* nothing received that no compute reads */
-            const pipe_action_t *a = &s->a[st][i];
-            if (a->op != PA_RECV) continue;
-            int k = a->mb * V + a->chunk, user = a->msg == PM_ACT ? fpos[k] : bpos[k];
-            describe(what, sizeof what, a);
-            if (user < i) rc = fail(err, len, "stage %d action %d (%s) comes after the compute that needs it", st, i, what);
+        if (a->op == PA_FWD || a->op == PA_BWD) {
+            int *pos = a->op == PA_FWD ? q->fpos : q->bpos, k = a->mb * V + a->chunk;
+            if (pos[k] >= 0) rc = fail(err, len, "stage %d computes %s twice (actions %d and %d)", st, what, pos[k], i);
+            else if (a->op == PA_BWD && q->fpos[k] < 0)
+                rc = fail(err, len, "stage %d runs %s (action %d) before its forward", st, what, i);
+            pos[k] = i;
+            int in = input_msg(s, st, a);
+            if (rc == 0 && in >= 0 && q->recv_pos[in] < 0)
+                rc = fail(err, len, "stage %d runs %s (action %d) without receiving its input first", st, what, i);
+            continue;
         }
+        int want_peer = (a->op == PA_SEND) == (a->msg == PM_ACT) ? vs + 1 : vs - 1;
+        if (want_peer < 0 || want_peer >= PV) {
+            rc = fail(err, len, "stage %d action %d (%s): virtual stage %d has no such neighbour", st, i, what, vs);
+            break;
+        }
+        if (a->peer != want_peer % P) {
+            rc = fail(err, len, "stage %d action %d (%s): the other end is stage %d", st, i, what, want_peer % P);
+            break;
+        }
+        int id = action_msg(s, st, a);
+        int *pos = a->op == PA_SEND ? q->send_pos : q->recv_pos;
+        if (pos[id] >= 0) {
+            rc = fail(err, len, "stage %d posts %s twice (actions %d and %d)", st, what, pos[id], i);
+            break;
+        }
+        pos[id] = i;
+        if (a->op == PA_SEND) {
+            int k = a->mb * V + a->chunk, from = a->msg == PM_ACT ? q->fpos[k] : q->bpos[k];
+            if (from < 0) rc = fail(err, len, "stage %d action %d (%s) sends before computing it", st, i, what);
+        }
+        if (a->with_next && (i + 1 >= s->n[st] || !pipe_is_msg(s->a[st][i + 1].op)))
+            rc = fail(err, len, "stage %d action %d (%s) is grouped with an action that is no message", st, i, what);
     }
-    free(fpos);
-    free(bpos);
-    free(wpos);
-    free(recv_pos);
-    free(send_pos);
-    /* 3: between each ordered pair, the k-th send is the k-th receive's message */
-    for (int from = 0; from < P && rc == 0; from++)
-        for (int to = 0; to < P && rc == 0; to++) {
-            int i = 0, j = 0, k = 0;
-            for (;; k++) {
+    return rc;
+}
+
+/* 1, 2, 7 over stage st's whole list: every compute of each (mb, chunk)
+ * runs, and every output it produces is sent. */
+static int output_check(const pipe_schedule_t *s, int st, const stage_pos_t *q, char *err, size_t len) {
+    int V = s->V, PV = s->P * V, rc = 0;
+    for (int k = 0; k < s->M * V && rc == 0; k++) {
+        int mb = k / V, c = k % V, vs = pipe_vstage(s, st, c);
+        if (q->fpos[k] < 0 || q->bpos[k] < 0 || (q->split && q->wpos[k] < 0))
+            rc = fail(err, len, "stage %d never runs the %s of micro-batch %d chunk %d", st,
+                      q->fpos[k] < 0 ? "forward" : q->bpos[k] < 0 ? "backward" : "W (weight gradients)", mb, c);
+        else if (vs < PV - 1 && q->send_pos[msg_id(s, PM_ACT, mb, vs)] < 0)
+            rc = fail(err, len, "stage %d never sends the activation of micro-batch %d chunk %d", st, mb, c);
+        else if (vs > 0 && q->send_pos[msg_id(s, PM_GRAD, mb, vs)] < 0)
+            rc = fail(err, len, "stage %d never sends the input gradient of micro-batch %d chunk %d", st, mb, c);
+    }
+    return rc;
+}
+
+/* 2 on stage st: nothing received after the compute that reads it. */
+static int input_check(const pipe_schedule_t *s, int st, const stage_pos_t *q, char *err, size_t len) {
+    char what[96];
+    for (int i = 0; i < s->n[st]; i++) {
+        const pipe_action_t *a = &s->a[st][i];
+        if (a->op != PA_RECV) continue;
+        int k = a->mb * s->V + a->chunk, user = a->msg == PM_ACT ? q->fpos[k] : q->bpos[k];
+        describe(what, sizeof what, a);
+        if (user < i) return fail(err, len, "stage %d action %d (%s) comes after the compute that needs it", st, i, what);
+    }
+    return 0;
+}
+
+/* 1, 2, 7: each compute once, forward first; its messages around it. */
+static int stage_check(const pipe_schedule_t *s, char *err, size_t len) {
+    int MV = s->M * s->V, nm = n_msgs(s), rc = 0;
+    stage_pos_t q = {xmalloc(sizeof(int) * (size_t)MV), xmalloc(sizeof(int) * (size_t)MV),
+                     xmalloc(sizeof(int) * (size_t)MV), xmalloc(sizeof(int) * (size_t)nm),
+                     xmalloc(sizeof(int) * (size_t)nm), 0};
+    for (int st = 0; st < s->P && rc == 0; st++) {
+        for (int i = 0; i < MV; i++) q.fpos[i] = q.bpos[i] = q.wpos[i] = -1;
+        for (int i = 0; i < nm; i++) q.recv_pos[i] = q.send_pos[i] = -1;
+        q.split = 0;
+        rc = action_check(s, st, &q, err, len);
+        if (rc == 0) rc = output_check(s, st, &q, err, len);
+        if (rc == 0) rc = input_check(s, st, &q, err, len);
+    }
+    free(q.fpos);
+    free(q.bpos);
+    free(q.wpos);
+    free(q.recv_pos);
+    free(q.send_pos);
+    return rc;
+}
+
+/* 3: between each ordered pair, the k-th send is the k-th receive's message. */
+static int match_check(const pipe_schedule_t *s, char *err, size_t len) {
+    for (int from = 0; from < s->P; from++)
+        for (int to = 0; to < s->P; to++) {
+            int i = 0, j = 0;
+            for (int k = 0;; k++) {
                 while (i < s->n[from] && !(s->a[from][i].op == PA_SEND && s->a[from][i].peer == to)) i++;
                 while (j < s->n[to] && !(s->a[to][j].op == PA_RECV && s->a[to][j].peer == from)) j++;
                 if (i == s->n[from] && j == s->n[to]) break;
-                if (i == s->n[from] || j == s->n[to]) {
-                    rc = fail(err, len, "stage %d sends %s messages to stage %d than that stage receives",
-                              from, i == s->n[from] ? "fewer" : "more", to);
-                    break;
-                }
+                if (i == s->n[from] || j == s->n[to])
+                    return fail(err, len, "stage %d sends %s messages to stage %d than that stage receives",
+                                from, i == s->n[from] ? "fewer" : "more", to);
                 if (action_msg(s, from, &s->a[from][i]) != action_msg(s, to, &s->a[to][j])) {
-                    char w2[96];
+                    char what[96], w2[96];
                     describe(what, sizeof what, &s->a[from][i]);
                     describe(w2, sizeof w2, &s->a[to][j]);
-                    rc = fail(err, len, "message %d from stage %d to stage %d: sent as %s (action %d) but "
-                              "received as %s (action %d); one tag matches them in order", k, from, to,
-                              what, i, w2, j);
-                    break;
+                    return fail(err, len, "message %d from stage %d to stage %d: sent as %s (action %d) but "
+                                "received as %s (action %d); one tag matches them in order", k, from, to,
+                                what, i, w2, j);
                 }
                 i++;
                 j++;
             }
         }
-    /* 4: no deadlock, either way the network may behave */
-    if (rc == 0) {
-        double *one = xmalloc(sizeof(double) * (size_t)PV);
-        for (int i = 0; i < PV; i++) one[i] = 1;
-        pipe_costs_t c = {one, one, 0, one};
-        pipe_replay_t r;
-        rc = pipe_replay(s, &c, &r, err, len);
-        pipe_replay_free(&r);
-        free(one);
-    }
-    if (rc == 0) rc = stream_check(s, err, len);
-    /* 5: token slices: a slice's forward after the earlier slices' (it attends to their keys
-     * and values), its backward before theirs (it adds into their key and value gradients) */
-    for (int st = 0; st < P && rc == 0 && s->slices > 1; st++) {
-        int K = s->slices, *fdone = xcalloc((size_t)M, sizeof(int)), *bdone = xcalloc((size_t)M, sizeof(int));
+    return 0;
+}
+
+/* 4 (a): no deadlock when posting never blocks: the replay at unit costs ends. */
+static int replay_check(const pipe_schedule_t *s, char *err, size_t len) {
+    int PV = s->P * s->V;
+    double *one = xmalloc(sizeof(double) * (size_t)PV);
+    for (int i = 0; i < PV; i++) one[i] = 1;
+    pipe_costs_t c = {one, one, 0, one};
+    pipe_replay_t r;
+    int rc = pipe_replay(s, &c, &r, err, len);
+    pipe_replay_free(&r);
+    free(one);
+    return rc;
+}
+
+/* 5: token slices: a slice's forward after the earlier slices' (it attends to their keys
+ * and values), its backward before theirs (it adds into their key and value gradients) */
+static int slice_check(const pipe_schedule_t *s, char *err, size_t len) {
+    int M = s->M, K = s->slices, rc = 0;
+    char what[96];
+    for (int st = 0; st < s->P && rc == 0 && K > 1; st++) {
+        int *fdone = xcalloc((size_t)M, sizeof(int)), *bdone = xcalloc((size_t)M, sizeof(int));
         for (int i = 0; i < s->n[st] && rc == 0; i++) {
             const pipe_action_t *a = &s->a[st][i];
             if (a->op != PA_FWD && a->op != PA_BWD) continue;
@@ -652,13 +745,29 @@ int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
         free(fdone);
         free(bdone);
     }
-    /* 6: activations in flight within the schedule's promise */
-    for (int st = 0; st < P && rc == 0; st++) {
-        int most = pipe_inflight_max(s, st), b = pipe_inflight_bound(s->kind, P, M, V, st);
+    return rc;
+}
+
+/* 6: activations in flight within the schedule's promise. */
+static int inflight_check(const pipe_schedule_t *s, char *err, size_t len) {
+    for (int st = 0; st < s->P; st++) {
+        int most = pipe_inflight_max(s, st), b = pipe_inflight_bound(s->kind, s->P, s->M, s->V, st);
         if (most > b)
-            rc = fail(err, len, "stage %d holds the activations of %d chunk micro-batches at once; the %s "
-                      "schedule promises at most %d", st, most, pipe_kind_name[s->kind], b);
+            return fail(err, len, "stage %d holds the activations of %d chunk micro-batches at once; the %s "
+                        "schedule promises at most %d", st, most, pipe_kind_name[s->kind], b);
     }
+    return 0;
+}
+
+/* The properties schedule.h numbers, one check each; the first that fails
+ * is the one reported. */
+int pipe_schedule_check(const pipe_schedule_t *s, char *err, size_t len) {
+    int rc = stage_check(s, err, len);                 /* 1, 2, 7 */
+    if (rc == 0) rc = match_check(s, err, len);        /* 3 */
+    if (rc == 0) rc = replay_check(s, err, len);       /* 4 (a) */
+    if (rc == 0) rc = stream_check(s, err, len);       /* 4 (b) */
+    if (rc == 0) rc = slice_check(s, err, len);        /* 5 */
+    if (rc == 0) rc = inflight_check(s, err, len);     /* 6 */
     return rc;
 }
 

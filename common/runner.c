@@ -282,90 +282,91 @@ static double seam_time(const runner_t *e) {
     return t;
 }
 
-void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
-    runner_t *e = runner;
-    const pipe_schedule_t *s = e->s;
-    const pipe_action_t *list = s->a[e->stage];
+/* Action i, a SEND or RECV: posted, opening or closing its group (a SEND
+ * with_next and the RECV after it are one grouped call). */
+static void post_action(runner_t *e, int i, int B) {
+    const pipe_action_t *list = e->s->a[e->stage], *a = &list[i];
+    int first = i == 0 || !list[i - 1].with_next, grouped = a->with_next || !first;
+    e->t0[i] = elapsed(e);
+    if (first && grouped) comm_group_begin(e->comm);
+    post(e, i, B);
+    if (!a->with_next && grouped) comm_group_end(e->comm);
+    e->t1[i] = elapsed(e);
+}
+
+/* The model's part of compute action i on its micro-batch object k: a
+ * forward (the batch read where the object holds the embedding or the
+ * head), a weight-gradient half, or a backward whose input gradient goes
+ * into a message buffer when a SEND carries it. */
+static void model_action(train_t *tr, runner_t *e, long step, int i, int k, train_step_t *st) {
+    const pipe_action_t *a = &e->s->a[e->stage][i];
     model_t *m = e->m;
-    grad_strategy_t *gs = e->gs.ctx ? &e->gs : NULL;
-    int V = s->V, B = tr->mb;
-    double sent0 = comm_sent_bytes(e->comm);
-    model_zero_grads(m);
-    if (gs && gs->step_begin) gs->step_begin(gs->ctx);
-    record_pause(e->steps == 0);   /* the record: every step after the first */
-    record_mark("step");
-    e->t_zero = now_s();
-    e->busy = e->idle = 0;
-    e->last_post = -1;
-    const double sync0 = sync_time(e), seam0 = seam_time(e);
-    for (int i = 0; i < e->n; i++) {
-        const pipe_action_t *a = &list[i];
-        int k = a->mb * V + a->chunk;
-        if (a->op == PA_SEND || a->op == PA_RECV) {
-            int first = i == 0 || !list[i - 1].with_next, grouped = a->with_next || !first;
-            e->t0[i] = elapsed(e);
-            if (first && grouped) comm_group_begin(e->comm);
-            post(e, i, B);
-            if (!a->with_next && grouped) comm_group_end(e->comm);
-            e->t1[i] = elapsed(e);
-            continue;
-        }
-        char what[TRACE_NAME], chunk[4] = "";
-        if (V > 1) snprintf(chunk, sizeof chunk, "%c", 'a' + a->chunk);
-        if (e->in_action[i] >= 0) {
-            snprintf(what, sizeof what, "wait %s %d%s", a->op == PA_FWD ? "activation" : "gradient",
-                     a->mb, chunk);
-            e->idle += wait_req(e, e->in_action[i], what);
-        }
-        const int fin = e->split ? PA_W : PA_BWD;
-        if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
-        double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
-        record_action_begin();
-        if (a->op == PA_FWD) {
-            if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, B, a->mb);   /* virtual stage 0 */
-            model_acts_t *x = e->acts[k];
-            if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb / s->slices, x);
-            double loss = model_forward(m, x);
-            if (x->has_head && model_counts_loss(m)) st->loss += loss;
-        } else if (a->op == PA_W) {
-            model_backward_weights(m, e->acts[k]);
-        } else {
-            model_acts_t *x = e->acts[k];
-            if (e->split) model_backward_input(m, x, tr->loss_scale, e->grad_in[k]);
-            else model_backward(m, x, tr->loss_scale, e->grad_in[k]);
-            if (e->grad_in[k]) buf_put(e, e->grad_in[k]);
-            e->grad_in[k] = NULL;
-            if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
-                e->grad_out[k] = buf_get(e);
-                dev_copy(e->dev, e->grad_out[k], model_grad_input(m), msg_elems_of(e, a->mb) * dtype_size(m->dtype));
-            }
-        }
-        if (e->sync) dev_sync(e->dev);
-        snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W', a->mb, chunk);
-        record_action_end(what, action_flops(e, e->acts[k], a->op));
-        double t1 = now_s(), d = t1 - t0 - (sync_time(e) + seam_time(e) - x0);   /* compute only */
-        e->busy += d;
-        if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
-        if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : a->op == PA_BWD ? e->sum_bwd : e->sum_w)[a->chunk] += d;
-        if (e->steps > 0) e->slice_s[a->op != PA_FWD][a->mb % s->slices] += d;
-        e->t0[i] = t0 - e->t_zero;
-        e->t1[i] = t1 - e->t_zero;
-        trace_span(e->track, what, t0, t1);
-        if (a->op == fin) {
-            if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->last_bwd[i]);
-            /* the micro-batch object is free once its output has gone */
-            if (e->act_send[i] >= 0) e->idle += wait_req(e, e->act_send[i], "wait for a send");
-            acts_put(e, e->acts[k]);
-            e->acts[k] = NULL;
+    if (a->op == PA_FWD) {
+        if (!e->acts[k]) e->acts[k] = acts_get(e, a->chunk, tr->mb, a->mb);   /* virtual stage 0 */
+        model_acts_t *x = e->acts[k];
+        if (x->has_embedding || x->has_head) train_batch(tr, step, a->mb / e->s->slices, x);
+        double loss = model_forward(m, x);
+        if (x->has_head && model_counts_loss(m)) st->loss += loss;
+    } else if (a->op == PA_W) {
+        model_backward_weights(m, e->acts[k]);
+    } else {
+        model_acts_t *x = e->acts[k];
+        if (e->split) model_backward_input(m, x, tr->loss_scale, e->grad_in[k]);
+        else model_backward(m, x, tr->loss_scale, e->grad_in[k]);
+        if (e->grad_in[k]) buf_put(e, e->grad_in[k]);
+        e->grad_in[k] = NULL;
+        if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
+            e->grad_out[k] = buf_get(e);
+            dev_copy(e->dev, e->grad_out[k], model_grad_input(m), msg_elems_of(e, a->mb) * dtype_size(m->dtype));
         }
     }
-    for (int i = 0; i < e->n; i++)
-        if (e->req[i].active) e->idle += wait_req(e, i, "wait for a send");
-    if (gs && gs->step_end) gs->step_end(gs->ctx);
-    e->sync_s = sync_time(e) - sync0;
-    st->exposed_s = e->sync_s + seam_time(e) - seam0;
-    /* The pipeline drains: every stage waits for the last one (a barrier,
-     * polled like a message) -- the end of the bubble. */
+}
+
+/* Compute action i: wait for its input, run it, count its compute time (the
+ * strategy's and the seams' time inside it left out), and after a
+ * micro-batch's last backward hand its gradients to the strategy and its
+ * object back to the pool. */
+static void compute_action(train_t *tr, runner_t *e, long step, int i, train_step_t *st) {
+    const pipe_schedule_t *s = e->s;
+    const pipe_action_t *a = &s->a[e->stage][i];
+    grad_strategy_t *gs = e->gs.ctx ? &e->gs : NULL;
+    int k = a->mb * s->V + a->chunk;
+    char what[TRACE_NAME], chunk[4] = "";
+    if (s->V > 1) snprintf(chunk, sizeof chunk, "%c", 'a' + a->chunk);
+    if (e->in_action[i] >= 0) {
+        snprintf(what, sizeof what, "wait %s %d%s", a->op == PA_FWD ? "activation" : "gradient",
+                 a->mb, chunk);
+        e->idle += wait_req(e, e->in_action[i], what);
+    }
+    const int fin = e->split ? PA_W : PA_BWD;
+    if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
+    double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
+    record_action_begin();
+    model_action(tr, e, step, i, k, st);
+    if (e->sync) dev_sync(e->dev);
+    snprintf(what, sizeof what, "%c%d%s", a->op == PA_FWD ? 'F' : a->op == PA_BWD ? 'B' : 'W', a->mb, chunk);
+    record_action_end(what, action_flops(e, e->acts[k], a->op));
+    double t1 = now_s(), d = t1 - t0 - (sync_time(e) + seam_time(e) - x0);   /* compute only */
+    e->busy += d;
+    if (a->op == PA_FWD) st->fwd_s += d; else st->bwd_s += d;
+    if (e->steps > 0) (a->op == PA_FWD ? e->sum_fwd : a->op == PA_BWD ? e->sum_bwd : e->sum_w)[a->chunk] += d;
+    if (e->steps > 0) e->slice_s[a->op != PA_FWD][a->mb % s->slices] += d;
+    e->t0[i] = t0 - e->t_zero;
+    e->t1[i] = t1 - e->t_zero;
+    trace_span(e->track, what, t0, t1);
+    if (a->op == fin) {
+        if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->last_bwd[i]);
+        /* the micro-batch object is free once its output has gone */
+        if (e->act_send[i] >= 0) e->idle += wait_req(e, e->act_send[i], "wait for a send");
+        acts_put(e, e->acts[k]);
+        e->acts[k] = NULL;
+    }
+}
+
+/* The pipeline drains: every stage waits for the last one (a barrier,
+ * polled like a message) -- the end of the bubble, counted as idle; the
+ * step's record ends with it. Returns the time it ended. */
+static double drain(runner_t *e) {
     double td = now_s();
     MPI_Request b;
     record_enter();
@@ -385,9 +386,33 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
     double tend = now_s();
     if (tend - td > 10e-6) trace_span(e->track, "drain", td, tend);
     e->idle += tend - td;
-    e->span = tend - e->t_zero;
+    return tend;
+}
+
+void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
+    runner_t *e = runner;
+    grad_strategy_t *gs = e->gs.ctx ? &e->gs : NULL;
+    double sent0 = comm_sent_bytes(e->comm);
+    model_zero_grads(e->m);
+    if (gs && gs->step_begin) gs->step_begin(gs->ctx);
+    record_pause(e->steps == 0);   /* the record: every step after the first */
+    record_mark("step");
+    e->t_zero = now_s();
+    e->busy = e->idle = 0;
+    e->last_post = -1;
+    const double sync0 = sync_time(e), seam0 = seam_time(e);
+    for (int i = 0; i < e->n; i++) {
+        if (pipe_is_msg(e->s->a[e->stage][i].op)) post_action(e, i, tr->mb);
+        else compute_action(tr, e, step, i, st);
+    }
+    for (int i = 0; i < e->n; i++)
+        if (e->req[i].active) e->idle += wait_req(e, i, "wait for a send");
+    if (gs && gs->step_end) gs->step_end(gs->ctx);
+    e->sync_s = sync_time(e) - sync0;
+    st->exposed_s = e->sync_s + seam_time(e) - seam0;
+    e->span = drain(e) - e->t_zero;
     e->sent = comm_sent_bytes(e->comm) - sent0;
-    st->bubble_s = s->P == 1 ? -1 : e->idle;   /* one stage: no pipeline, no bubble */
+    st->bubble_s = e->s->P == 1 ? -1 : e->idle;   /* one stage: no pipeline, no bubble */
     if (e->steps > 0) {
         e->sum_busy += e->busy;
         e->sum_idle += e->idle;

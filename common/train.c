@@ -555,15 +555,12 @@ static void save_checkpoint(train_t *tr, long step) {
     train_ckpt_free(&s);
 }
 
-/* Read checkpoint set `step` and rebuild the full master weights and Adam
- * moments from its parts (host arrays of the full model), and this rank's
- * compressor state into zhost (compressor_arrays' floats, in order; NULL:
- * none) when `compressed` ranks of this run keep one. Returns CKPT_OK or an
- * error code with the reason in err. */
-static int load_set(train_t *tr, long step, float *full[3], float *zhost, int compressed, char *err, size_t len) {
-    const model_config_t *c = &tr->cfg;
-    char set[4200], path[4400];
-    ckpt_set_path(set, sizeof set, tr->o.ckpt_dir, step, 0);
+/* Set `step`'s header (part -1): its step and data position match its name,
+ * and its compressor state matches this run's `compressed` ranks; *parts:
+ * how many parts it has. Returns CKPT_OK or an error code with the reason in
+ * err. */
+static int load_head(train_t *tr, long step, const char *set, int compressed, int *parts, char *err, size_t len) {
+    char path[4400];
     ckpt_t ck;
     describe(tr, &ck);
     ckpt_part_path(path, sizeof path, set, -1);
@@ -581,8 +578,91 @@ static int load_set(train_t *tr, long step, float *full[3], float *zhost, int co
                  "of ranks", set, had, had == 1 ? "" : "s", compressed);
         return CKPT_MISMATCH;
     }
-    int parts = (int)ckpt_get_state(&ck, "parts"), found = 0;
+    *parts = (int)ckpt_get_state(&ck, "parts");
+    return CKPT_OK;
+}
+
+/* One part at `path`: its shard's pieces of the master weights and Adam
+ * moments placed into full[], and 1 into cover where they land (*ones: a
+ * buffer of ones, grown as needed). Returns CKPT_OK or an error code. */
+static int load_part(train_t *tr, const char *path, float *full[3], float *cover, float **ones, char *err, size_t len) {
+    const model_config_t *c = &tr->cfg;
     size_t N = model_param_count(c);
+    ckpt_t ck;
+    describe(tr, &ck);   /* first the state alone: how big the part is */
+    int rc = ckpt_load(&ck, path, err, len);
+    if (rc != CKPT_OK) return rc;
+    model_shard_t ps;
+    int *sf = &ps.first;
+    for (int i = 0; i < 10; i++) sf[i] = (int)ckpt_get_state(&ck, shard_field[i]);
+    size_t n = ckpt_get_state(&ck, "n"), np = ckpt_get_state(&ck, "npieces");
+    int sane = ps.tp >= 1 && ps.tp_rank < ps.tp && c->heads % ps.tp == 0 && c->ffn % ps.tp == 0 &&
+               c->vocab % ps.tp == 0 && ps.cp >= 1 && ps.per_chunk >= 1 && ps.chunks >= 1 &&
+               model_shard_layer(&ps, ps.per_chunk * ps.chunks - 1) < c->layers && n <= 4 * N + 1024;
+    if (!sane) {
+        snprintf(err, len, "checkpoint part %.600s describes an impossible shard", path);
+        return CKPT_DAMAGED;
+    }
+    float *blob[3];
+    int64_t *pieces = xmalloc(sizeof(int64_t) * 3 * (np ? np : 1));
+    static const char *bn[3] = {"master", "adam_m", "adam_v"};
+    for (int k = 0; k < 3; k++) {
+        blob[k] = xmalloc(n * sizeof(float));
+        ckpt_blob(&ck, bn[k], blob[k], n * sizeof(float));
+    }
+    ckpt_blob(&ck, "pieces", pieces, sizeof(int64_t) * 3 * np);
+    rc = ckpt_load(&ck, path, err, len);
+    size_t size = model_shard_size(c, &ps);
+    for (size_t p = 0; p < np && rc == CKPT_OK; p++) {
+        size_t off = (size_t)pieces[3 * p], flat = (size_t)pieces[3 * p + 1], cnt = (size_t)pieces[3 * p + 2];
+        if (off + cnt > n || flat + cnt > size) {
+            snprintf(err, len, "checkpoint part %.600s has a piece outside its shard", path);
+            rc = CKPT_DAMAGED;
+            break;
+        }
+        for (int k = 0; k < 3; k++) model_shard_place(c, &ps, flat, cnt, blob[k] + off, full[k], 0);
+        *ones = realloc(*ones, (cnt ? cnt : 1) * sizeof(float));
+        for (size_t i = 0; i < cnt; i++) (*ones)[i] = 1.0f;
+        model_shard_place(c, &ps, flat, cnt, *ones, cover, 0);
+    }
+    for (int k = 0; k < 3; k++) free(blob[k]);
+    free(pieces);
+    return rc;
+}
+
+/* This rank's compressor state of set `step` into zhost, when this run
+ * keeps one. Returns CKPT_OK or an error code. */
+static int load_compressor(train_t *tr, long step, const char *set, float *zhost, char *err, size_t len) {
+    float *zbuf[2];
+    size_t zlen[2], ztotal;
+    const char *zname[2];
+    int zk = compressor_arrays(tr, zbuf, zlen, zname, &ztotal);
+    if (!zk) return CKPT_OK;
+    char path[4400];
+    ckpt_t ck;
+    describe_compressor(tr, &ck, step);
+    for (int k = 0, off = 0; k < zk; off += (int)zlen[k], k++)
+        ckpt_blob(&ck, zname[k], zhost + off, zlen[k] * sizeof(float));
+    compressor_path(path, sizeof path, set, tr->dist.rank);
+    int rc = ckpt_load(&ck, path, err, len);
+    if (rc == CKPT_OK && (long)ckpt_get_state(&ck, "step") != step) {
+        snprintf(err, len, "checkpoint %.600s is inconsistent: its step does not match its set", path);
+        rc = CKPT_DAMAGED;
+    }
+    return rc;
+}
+
+/* Read checkpoint set `step` and rebuild the full master weights and Adam
+ * moments from its parts (host arrays of the full model), and this rank's
+ * compressor state into zhost (compressor_arrays' floats, in order; NULL:
+ * none) when `compressed` ranks of this run keep one. Returns CKPT_OK or an
+ * error code with the reason in err. */
+static int load_set(train_t *tr, long step, float *full[3], float *zhost, int compressed, char *err, size_t len) {
+    char set[4200], path[4400];
+    ckpt_set_path(set, sizeof set, tr->o.ckpt_dir, step, 0);
+    int parts = 0, found = 0, rc = load_head(tr, step, set, compressed, &parts, err, len);
+    if (rc != CKPT_OK) return rc;
+    size_t N = model_param_count(&tr->cfg);
     float *cover = xcalloc(N, sizeof(float)), *ones = NULL;
     for (int k = 0; k < 3; k++) memset(full[k], 0, N * sizeof(float));
     DIR *dir = opendir(set);
@@ -592,44 +672,7 @@ static int load_set(train_t *tr, long step, float *full[3], float *zhost, int co
         if (sscanf(e->d_name, "part_%5d.ckpt%n", &r, &used) != 1 || e->d_name[used] != 0) continue;
         ckpt_part_path(path, sizeof path, set, r);
         found++;
-        describe(tr, &ck);   /* first the state alone: how big the part is */
-        if ((rc = ckpt_load(&ck, path, err, len)) != CKPT_OK) break;
-        model_shard_t ps;
-        int *sf = &ps.first;
-        for (int i = 0; i < 10; i++) sf[i] = (int)ckpt_get_state(&ck, shard_field[i]);
-        size_t n = ckpt_get_state(&ck, "n"), np = ckpt_get_state(&ck, "npieces");
-        int sane = ps.tp >= 1 && ps.tp_rank < ps.tp && c->heads % ps.tp == 0 && c->ffn % ps.tp == 0 &&
-                   c->vocab % ps.tp == 0 && ps.cp >= 1 && ps.per_chunk >= 1 && ps.chunks >= 1 &&
-                   model_shard_layer(&ps, ps.per_chunk * ps.chunks - 1) < c->layers && n <= 4 * N + 1024;
-        if (!sane) {
-            snprintf(err, len, "checkpoint part %.600s describes an impossible shard", path);
-            rc = CKPT_DAMAGED;
-            break;
-        }
-        float *blob[3];
-        int64_t *pieces = xmalloc(sizeof(int64_t) * 3 * (np ? np : 1));
-        static const char *bn[3] = {"master", "adam_m", "adam_v"};
-        for (int k = 0; k < 3; k++) {
-            blob[k] = xmalloc(n * sizeof(float));
-            ckpt_blob(&ck, bn[k], blob[k], n * sizeof(float));
-        }
-        ckpt_blob(&ck, "pieces", pieces, sizeof(int64_t) * 3 * np);
-        rc = ckpt_load(&ck, path, err, len);
-        size_t size = model_shard_size(c, &ps);
-        for (size_t p = 0; p < np && rc == CKPT_OK; p++) {
-            size_t off = (size_t)pieces[3 * p], flat = (size_t)pieces[3 * p + 1], cnt = (size_t)pieces[3 * p + 2];
-            if (off + cnt > n || flat + cnt > size) {
-                snprintf(err, len, "checkpoint part %.600s has a piece outside its shard", path);
-                rc = CKPT_DAMAGED;
-                break;
-            }
-            for (int k = 0; k < 3; k++) model_shard_place(c, &ps, flat, cnt, blob[k] + off, full[k], 0);
-            ones = realloc(ones, (cnt ? cnt : 1) * sizeof(float));
-            for (size_t i = 0; i < cnt; i++) ones[i] = 1.0f;
-            model_shard_place(c, &ps, flat, cnt, ones, cover, 0);
-        }
-        for (int k = 0; k < 3; k++) free(blob[k]);
-        free(pieces);
+        rc = load_part(tr, path, full, cover, &ones, err, len);
     }
     if (dir) closedir(dir);
     if (rc == CKPT_OK && found != parts) {
@@ -645,21 +688,7 @@ static int load_set(train_t *tr, long step, float *full[3], float *zhost, int co
             }
     free(cover);
     free(ones);
-    float *zbuf[2];
-    size_t zlen[2], ztotal;
-    const char *zname[2];
-    int zk = compressor_arrays(tr, zbuf, zlen, zname, &ztotal);
-    if (rc == CKPT_OK && zk) {
-        describe_compressor(tr, &ck, step);
-        for (int k = 0, off = 0; k < zk; off += (int)zlen[k], k++)
-            ckpt_blob(&ck, zname[k], zhost + off, zlen[k] * sizeof(float));
-        compressor_path(path, sizeof path, set, tr->dist.rank);
-        rc = ckpt_load(&ck, path, err, len);
-        if (rc == CKPT_OK && (long)ckpt_get_state(&ck, "step") != step) {
-            snprintf(err, len, "checkpoint %.600s is inconsistent: its step does not match its set", path);
-            rc = CKPT_DAMAGED;
-        }
-    }
+    if (rc == CKPT_OK) rc = load_compressor(tr, step, set, zhost, err, len);
     return rc;
 }
 
