@@ -78,16 +78,20 @@ static void slices_summary(const runner_report_t *r, const train_t *tr, const in
     say("           last slice / first slice (forward + backward): %.2f\n", f0 > 0 ? fl / f0 : 0.0);
 }
 
+/* One row of --bubble-csv (rank 0; none without the flag): KIND on P stages
+ * of M micro-batches, the bubble from SOURCE beside its formula. */
+static void bubble_row(const summary_t *x, const char *kind, int P, int M, const char *source, double bubble,
+                       double formula, double step_s) {
+    if (!x->bub) return;
+    fprintf(x->bub, "%s,%d,%d,%d,%s,%.5f,%.5f,%.3f", kind, P, M, x->p->s.V, source, bubble, formula, 1e3 * step_s);
+    csv_end_row(x->bub, NULL);
+}
+
 /* The bubble measured per stage, beside its formula. */
 static void bubble_measured(summary_t *x) {
-    pipeline_t *p = x->p;
-    train_t *tr = x->tr;
     const runner_report_t *r = &x->r;
-    const pipe_schedule_t *s = &p->s;
+    const pipe_schedule_t *s = &x->p->s;
     int P = s->P, M = s->M, V = s->V, K = s->slices;   /* M: units (micro-batches x K) */
-    const char *kind = x->kind;
-    double formula = x->formula;
-    FILE *bub = x->bub, *gan = x->gan;
     static const char *fname[PIPE_KINDS] = {"(P-1)/P", "(P-1)/(M+P-1)", "(P-1)/(M+P-1)", "(P-1)/(V M+P-1)",
                                             "(P-1)/(3M+P-1)", "(P-1)/(M K+P-1)"};
     double measured = 0, span = 0;
@@ -99,32 +103,25 @@ static void bubble_measured(summary_t *x) {
     if (V > 1) snprintf(chunks, sizeof chunks, " x %d chunks", V);
     char slices[32] = "";
     if (K > 1) snprintf(slices, sizeof slices, " x %d slices", K);
-    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s%s: formula %s = %.1f%%\n", kind, P, P == 1 ? "" : "s",
-        chunks, M / K, M / K == 1 ? "" : "es", slices, fname[s->kind], 100 * formula);
-    say("         measured, steps %ld-%d (idle / step, mean over stages): %.1f%%\n", tr->start + 2, tr->o.steps,
+    say("\nbubble:  %s, %d stage%s%s x %d micro-batch%s%s: formula %s = %.1f%%\n", x->kind, P, P == 1 ? "" : "s",
+        chunks, M / K, M / K == 1 ? "" : "es", slices, fname[s->kind], 100 * x->formula);
+    say("         measured, steps %ld-%d (idle / step, mean over stages): %.1f%%\n", x->tr->start + 2, x->tr->o.steps,
         100 * measured);
     for (int st = 0; st < P; st++)
         say("           stage %d: busy %.3f + idle %.3f + other %.3f = step %.3f ms (idle %.1f%%)\n", st,
             1e3 * r->busy[st], 1e3 * r->idle[st], 1e3 * (r->span[st] - r->busy[st] - r->idle[st]), 1e3 * r->span[st],
             r->span[st] > 0 ? 100 * r->idle[st] / r->span[st] : 0.0);
-    if (bub) {
-        fprintf(bub, "%s,%d,%d,%d,measured,%.5f,%.5f,%.3f", kind, P, M / K, V, measured, formula, 1e3 * span);
-        csv_end_row(bub, NULL);
-    }
-    if (gan) gantt_rows(gan, "measured", s, r->t0, r->t1);
+    bubble_row(x, x->kind, P, M / K, "measured", measured, x->formula, span);
+    if (x->gan) gantt_rows(x->gan, "measured", s, r->t0, r->t1);
 }
 
 /* The same lists on a clock: with this run's action times, then with its
  * layer times, 1F1B beside a split backward, and the --replay stage counts. */
 static void bubble_replayed(summary_t *x) {
     pipeline_t *p = x->p;
-    train_t *tr = x->tr;
     const runner_report_t *r = &x->r;
     const pipe_schedule_t *s = &p->s;
     int P = s->P, M = s->M, V = s->V, K = s->slices;   /* M: units (micro-batches x K) */
-    const char *kind = x->kind;
-    double formula = x->formula;
-    FILE *bub = x->bub, *gan = x->gan;
     int most = (P > 32 ? P : 32) * V;
     double msg = msg_seconds(p, (double)p->e.msg_bytes), *f = xmalloc(sizeof(double) * 3 * (size_t)most),
            *b = f + most, *w = b + most;
@@ -133,20 +130,14 @@ static void bubble_replayed(summary_t *x) {
     pipe_replay_t rp;
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("         replayed with this run's action times: %.1f%% (step %.2f ms)", 100 * rp.bubble, 1e3 * rp.step);
-    if (bub) {
-        fprintf(bub, "%s,%d,%d,%d,replay_actions,%.5f,%.5f,%.3f", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
-        csv_end_row(bub, NULL);
-    }
+    bubble_row(x, x->kind, P, M / K, "replay_actions", rp.bubble, x->formula, rp.step);
     pipe_replay_free(&rp);
     pipe_costs_from_layers(r, P, V, f, b);
     if (p->e.split) split_costs(r, P * V, b, w);
     c = (pipe_costs_t){f, b, msg, w};
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
-    if (bub) {
-        fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f", kind, P, M / K, V, rp.bubble, formula, 1e3 * rp.step);
-        csv_end_row(bub, NULL);
-    }
+    bubble_row(x, x->kind, P, M / K, "replay_layers", rp.bubble, x->formula, rp.step);
     pipe_replay_free(&rp);
     if (p->e.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
         double tf = 0, tb = 0, tw = 0;
@@ -161,10 +152,7 @@ static void bubble_replayed(summary_t *x) {
         double f1 = pipe_bubble_formula(PIPE_1F1B, P, M, V);
         say("         1F1B replayed with the same action times (its backward = B + W): %.1f%% (step %.2f ms; "
             "formula (P-1)/(M+P-1) = %.1f%%)\n", 100 * rp.bubble, 1e3 * rp.step, 100 * f1);
-        if (bub) {
-            fprintf(bub, "1f1b,%d,%d,%d,replay_split_actions,%.5f,%.5f,%.3f", P, M, V, rp.bubble, f1, 1e3 * rp.step);
-            csv_end_row(bub, NULL);
-        }
+        bubble_row(x, "1f1b", P, M, "replay_split_actions", rp.bubble, f1, rp.step);
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
     }
@@ -174,10 +162,10 @@ static void bubble_replayed(summary_t *x) {
         int Q = (int)want[i];
         char why[200];
         if (Q > 32 || pipe_schedule_valid(s->kind, Q, M / K, V, why, sizeof why) ||
-            tr->cfg.layers % (Q * V)) {
+            x->tr->cfg.layers % (Q * V)) {
             if (Q > 32) snprintf(why, sizeof why, "at most 32 stages are replayed");
-            else if (tr->cfg.layers % (Q * V))
-                snprintf(why, sizeof why, "%d layers do not cut into %d x %d chunks", tr->cfg.layers, Q, V);
+            else if (x->tr->cfg.layers % (Q * V))
+                snprintf(why, sizeof why, "%d layers do not cut into %d x %d chunks", x->tr->cfg.layers, Q, V);
             say("         not replayed at %d stages: %s\n", Q, why);
             continue;
         }
@@ -190,11 +178,8 @@ static void bubble_replayed(summary_t *x) {
         double fq = pipe_bubble_formula(s->kind, Q, M, V);
         say("         replayed at %d stages (layer times): %.1f%% (formula %.1f%%), step %.2f ms\n", Q,
             100 * rp.bubble, 100 * fq, 1e3 * rp.step);
-        if (bub) {
-            fprintf(bub, "%s,%d,%d,%d,replay_layers,%.5f,%.5f,%.3f", kind, Q, M / K, V, rp.bubble, fq, 1e3 * rp.step);
-            csv_end_row(bub, NULL);
-        }
-        if (gan) gantt_rows(gan, "replayed", &q, rp.t0, rp.t1);
+        bubble_row(x, x->kind, Q, M / K, "replay_layers", rp.bubble, fq, rp.step);
+        if (x->gan) gantt_rows(x->gan, "replayed", &q, rp.t0, rp.t1);
         pipe_replay_free(&rp);
         pipe_schedule_free(&q);
     }
