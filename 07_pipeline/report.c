@@ -59,7 +59,7 @@ static void slots_fill(const runner_t *e, MPI_Comm world, int replicas, int repl
         else { q->lf[l] += f; q->lb[l] += b; }
     }
     *q->sent = e->sum_sent / T / replicas;
-    if (e->split && e->pool_free[0] > 0) q->dob[st] = (double)e->pool[0]->dout_bytes / replicas;
+    if (e->links.split && e->pool_free[0] > 0) q->dob[st] = (double)e->pool[0]->dout_bytes / replicas;
     for (int k = 0; k < K; k++) {   /* each slice runs M / K times per step */
         q->sf[st * K + k] = e->slice_s[0][k] / (per / K);
         q->sb[st * K + k] = e->slice_s[1][k] / (per / K);
@@ -69,7 +69,7 @@ static void slots_fill(const runner_t *e, MPI_Comm world, int replicas, int repl
     double start = e->t_zero, first = start;
     dist_allreduce(&first, 1, MPI_DOUBLE, MPI_MIN, world, "the pipeline's report");
     if (replica == 0)
-        for (int i = 0; i < e->n; i++) {
+        for (int i = 0; i < e->links.n; i++) {
             q->t0[off + i] = e->t0[i] + start - first;
             q->t1[off + i] = e->t1[i] + start - first;
         }

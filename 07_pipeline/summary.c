@@ -133,13 +133,13 @@ static void bubble_replayed(summary_t *x) {
     bubble_row(x, x->kind, P, M / K, "replay_actions", rp.bubble, x->formula, rp.step);
     pipe_replay_free(&rp);
     pipe_costs_from_layers(r, P, V, f, b);
-    if (p->e.split) split_costs(r, P * V, b, w);
+    if (p->e.links.split) split_costs(r, P * V, b, w);
     c = (pipe_costs_t){f, b, msg, w};
     if (pipe_replay(s, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
     say("; with its layer times: %.1f%%\n", 100 * rp.bubble);
     bubble_row(x, x->kind, P, M / K, "replay_layers", rp.bubble, x->formula, rp.step);
     pipe_replay_free(&rp);
-    if (p->e.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
+    if (p->e.links.split) {   /* 1F1B at the same P and M on the same times, its backward B + W in one */
         double tf = 0, tb = 0, tw = 0;
         for (int i = 0; i < P * V; i++) { tf += r->fwd[i] / (P * V); tb += r->bwd[i] / (P * V); tw += r->w[i] / (P * V); }
         say("         action times, mean over stages: F %.2f, B %.2f, W %.2f ms (W = %.0f%% of the backward)\n",
@@ -172,7 +172,7 @@ static void bubble_replayed(summary_t *x) {
         pipe_schedule_t q;
         pipe_schedule_make(&q, s->kind, Q, M / K, V, K);
         pipe_costs_from_layers(r, Q, V, f, b);
-        if (p->e.split) split_costs(r, Q * V, b, w);
+        if (p->e.links.split) split_costs(r, Q * V, b, w);
         c = (pipe_costs_t){f, b, msg, w};
         if (pipe_replay(&q, &c, &rp, err, sizeof err)) die("pipeline: %s", err);
         double fq = pipe_bubble_formula(s->kind, Q, M, V);
@@ -212,7 +212,7 @@ static void memory_held(summary_t *x) {
             csv_end_row(mem, "measured");
         }
     }
-    if (p->e.split) {   /* what W's deferral costs: every object keeps its linears' output gradients */
+    if (p->e.links.split) {   /* what W's deferral costs: every object keeps its linears' output gradients */
         say("         of which kept from B for W (each linear's output gradient, model_dout_bytes):\n");
         for (int st = 0; st < P; st++)
             say("           stage %d: %d x %.4f MB = %.4f MB; W's waiting at most: %d\n", st, r->held[st],

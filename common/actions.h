@@ -65,6 +65,22 @@ static inline int pipe_is_msg(int op) { return op == PA_SEND || op == PA_RECV; }
 /* Virtual stage of (stage, chunk). */
 static inline int pipe_vstage(const pipe_schedule_t *s, int stage, int chunk) { return chunk * s->P + stage; }
 
+/* How one stage's actions depend on one another, read from its list: what
+ * a runner needs beside the list itself. The backward of a micro-batch is
+ * completed by its BWD, or by its W where the list splits the backward. */
+typedef struct {
+    int n;             /* actions in the stage's list */
+    int split;         /* the list has W actions */
+    int *in_action;    /* (n) FWD, BWD: index of the RECV of its input (activation, gradient), or -1 */
+    int *act_send;     /* (n) the action completing a backward: index of the SEND of its forward's output, or -1 */
+    int *sends_grad;   /* (n) BWD: its input gradient is sent (not on virtual stage 0) */
+    int *last_bwd;     /* (n) the action completing the last backward of its chunk in the step: 1, and 2
+                          for the first such of the step; 0 otherwise */
+} pipe_links_t;
+
+void pipe_links_make(const pipe_schedule_t *s, int stage, pipe_links_t *l);
+void pipe_links_free(pipe_links_t *l);
+
 #ifdef __cplusplus
 }
 #endif

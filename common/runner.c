@@ -139,37 +139,9 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     e->tok_elems = e->msg_elems * K / m->T;
     e->slice_pos = xmalloc(sizeof(int) * ((size_t)K + 1));
     for (int k = 0; k <= K; k++) e->slice_pos[k] = k * (m->T / K);
-    int n = e->n = s->n[e->stage], MV = s->M * s->V;
-    const pipe_action_t *a = s->a[e->stage];
-    for (int i = 0; i < n; i++) e->split |= a[i].op == PA_W;
-    e->keep.defer_w = e->split;
-    const int fin = e->split ? PA_W : PA_BWD;   /* the action that completes a backward */
-    e->in_action = xmalloc(sizeof(int) * (size_t)n);
-    e->act_send = xmalloc(sizeof(int) * (size_t)n);
-    e->sends_grad = xcalloc((size_t)n, sizeof(int));
-    e->last_bwd = xcalloc((size_t)n, sizeof(int));
-    int *recv_at = xmalloc(sizeof(int) * 2 * (size_t)MV), *send_at = xmalloc(sizeof(int) * (size_t)MV);
-    int *last_bwd = xmalloc(sizeof(int) * (size_t)s->V);
-    for (int k = 0; k < 2 * MV; k++) recv_at[k] = -1;
-    for (int k = 0; k < MV; k++) send_at[k] = -1;
-    for (int c = 0; c < s->V; c++) last_bwd[c] = -1;
-    for (int i = 0; i < n; i++) {
-        int k = a[i].mb * s->V + a[i].chunk;
-        if (a[i].op == PA_RECV) recv_at[a[i].msg * MV + k] = i;
-        if (a[i].op == PA_SEND && a[i].msg == PM_ACT) send_at[k] = i;
-        if (a[i].op == fin) last_bwd[a[i].chunk] = i;
-    }
-    int first_sync = n;
-    for (int c = 0; c < s->V; c++) if (last_bwd[c] >= 0 && last_bwd[c] < first_sync) first_sync = last_bwd[c];
-    for (int i = 0; i < n; i++) {
-        int k = a[i].mb * s->V + a[i].chunk, vs = pipe_vstage(s, e->stage, a[i].chunk);
-        e->in_action[i] = a[i].op == PA_FWD ? recv_at[PM_ACT * MV + k]
-                        : a[i].op == PA_BWD ? recv_at[PM_GRAD * MV + k] : -1;
-        e->act_send[i] = a[i].op == fin ? send_at[k] : -1;
-        e->sends_grad[i] = a[i].op == PA_BWD && vs > 0;
-        if (a[i].op == fin && last_bwd[a[i].chunk] == i) e->last_bwd[i] = i == first_sync ? 2 : 1;
-    }
-    free(recv_at); free(send_at); free(last_bwd);
+    pipe_links_make(s, e->stage, &e->links);
+    int n = e->links.n, MV = s->M * s->V;
+    e->keep.defer_w = e->links.split;   /* the micro-batch object and backward_end wait for W */
     e->req = xcalloc((size_t)n, sizeof(comm_req_t));
     e->send_buf = xcalloc((size_t)n, sizeof(void *));
     e->acts = xcalloc((size_t)MV, sizeof(void *));
@@ -189,7 +161,7 @@ void runner_init(runner_t *e, const pipe_schedule_t *s, train_t *tr, grad_strate
     for (int p = 0; p < 2; p++) e->unit_s[p] = xcalloc((size_t)m->n_units, sizeof(double));
     e->track = trace_track("schedule");
     model_add_hook(m, unit_before, unit_after, e);
-    if (tr->acts.bufs && !e->split && K == 1) {   /* train_model's object (no defer_w, no slices): chunk 0's first */
+    if (tr->acts.bufs && !e->links.split && K == 1) {   /* train_model's object (no defer_w, no slices): chunk 0's first */
         e->borrowed = &tr->acts;
         e->pool[e->pool_free[0]++] = e->borrowed;
         e->made[0]++;
@@ -229,7 +201,7 @@ void runner_free(runner_t *e) {
             free(a);
         }
     for (int j = 0; j < e->nbufs; j++) dev_free(e->dev, e->bufs[j]);
-    free(e->in_action); free(e->act_send); free(e->sends_grad); free(e->last_bwd);
+    pipe_links_free(&e->links);
     free(e->req); free(e->send_buf); free(e->acts); free(e->grad_in); free(e->grad_out);
     free(e->pool); free(e->pool_free); free(e->made); free(e->bufs); free(e->pending);
     free(e->t0); free(e->t1); free(e->sum_fwd); free(e->sum_bwd); free(e->sum_w);
@@ -270,7 +242,7 @@ static double action_flops(const runner_t *e, const model_acts_t *x, int op) {
     const model_config_t *c = &e->m->cfg;
     double f = (double)x->n_layers * model_layer_forward_flops_per_token(c) + (x->has_head ? 2.0 * c->dim * c->vocab : 0);
     f *= (double)x->rows_full / e->m->shard.tp;
-    return op == PA_BWD && !e->split ? 2 * f : f;
+    return op == PA_BWD && !e->links.split ? 2 * f : f;
 }
 
 /* What the step's time leaves out of compute: the strategy's exposed
@@ -311,11 +283,11 @@ static void model_action(train_t *tr, runner_t *e, long step, int i, int k, trai
         model_backward_weights(m, e->acts[k]);
     } else {
         model_acts_t *x = e->acts[k];
-        if (e->split) model_backward_input(m, x, tr->loss_scale, e->grad_in[k]);
+        if (e->links.split) model_backward_input(m, x, tr->loss_scale, e->grad_in[k]);
         else model_backward(m, x, tr->loss_scale, e->grad_in[k]);
         if (e->grad_in[k]) buf_put(e, e->grad_in[k]);
         e->grad_in[k] = NULL;
-        if (e->sends_grad[i]) {   /* the input gradient lives until the next backward */
+        if (e->links.sends_grad[i]) {   /* the input gradient lives until the next backward */
             e->grad_out[k] = buf_get(e);
             dev_copy(e->dev, e->grad_out[k], model_grad_input(m), msg_elems_of(e, a->mb) * dtype_size(m->dtype));
         }
@@ -333,13 +305,13 @@ static void compute_action(train_t *tr, runner_t *e, long step, int i, train_ste
     int k = a->mb * s->V + a->chunk;
     char what[TRACE_NAME], chunk[4] = "";
     if (s->V > 1) snprintf(chunk, sizeof chunk, "%c", 'a' + a->chunk);
-    if (e->in_action[i] >= 0) {
+    if (e->links.in_action[i] >= 0) {
         snprintf(what, sizeof what, "wait %s %d%s", a->op == PA_FWD ? "activation" : "gradient",
                  a->mb, chunk);
-        e->idle += wait_req(e, e->in_action[i], what);
+        e->idle += wait_req(e, e->links.in_action[i], what);
     }
-    const int fin = e->split ? PA_W : PA_BWD;
-    if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->last_bwd[i]);
+    const int fin = e->links.split ? PA_W : PA_BWD;
+    if (a->op == fin && gs && gs->backward_begin) gs->backward_begin(gs->ctx, e->links.last_bwd[i]);
     double t0 = now_s(), x0 = sync_time(e) + seam_time(e);
     record_action_begin();
     model_action(tr, e, step, i, k, st);
@@ -355,9 +327,9 @@ static void compute_action(train_t *tr, runner_t *e, long step, int i, train_ste
     e->t1[i] = t1 - e->t_zero;
     trace_span(e->track, what, t0, t1);
     if (a->op == fin) {
-        if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->last_bwd[i]);
+        if (gs && gs->backward_end) gs->backward_end(gs->ctx, e->links.last_bwd[i]);
         /* the micro-batch object is free once its output has gone */
-        if (e->act_send[i] >= 0) e->idle += wait_req(e, e->act_send[i], "wait for a send");
+        if (e->links.act_send[i] >= 0) e->idle += wait_req(e, e->links.act_send[i], "wait for a send");
         acts_put(e, e->acts[k]);
         e->acts[k] = NULL;
     }
@@ -401,11 +373,11 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
     e->busy = e->idle = 0;
     e->last_post = -1;
     const double sync0 = sync_time(e), seam0 = seam_time(e);
-    for (int i = 0; i < e->n; i++) {
+    for (int i = 0; i < e->links.n; i++) {
         if (pipe_is_msg(e->s->a[e->stage][i].op)) post_action(e, i, tr->mb);
         else compute_action(tr, e, step, i, st);
     }
-    for (int i = 0; i < e->n; i++)
+    for (int i = 0; i < e->links.n; i++)
         if (e->req[i].active) e->idle += wait_req(e, i, "wait for a send");
     if (gs && gs->step_end) gs->step_end(gs->ctx);
     e->sync_s = sync_time(e) - sync0;

@@ -95,13 +95,7 @@ typedef struct {
     model_acts_t *borrowed;    /* tr->acts in chunk 0's pool (not freed here), or NULL */
     int sync, time_units;
     size_t msg_elems, msg_bytes;   /* one activation or gradient message */
-    int n;                     /* actions in this stage's list */
-    /* the schedule's bookkeeping, from the list */
-    int *in_action;            /* (n) compute: index of its input's RECV, or -1 */
-    int *act_send;             /* (n) BWD: index of the SEND of its forward's output, or -1 */
-    int *sends_grad;           /* (n) BWD: its input gradient is sent */
-    int *last_bwd;             /* (n) BWD: the last backward of its chunk in the step: 1, and 2
-                                  for the first such of the step; 0 otherwise */
+    pipe_links_t links;        /* the list's bookkeeping: what each action waits on and lets go */
     /* per step */
     comm_req_t *req;           /* (n) */
     void **send_buf;           /* (n) SEND of a gradient: its buffer */
@@ -128,8 +122,6 @@ typedef struct {
     double *unit_s[2];         /* (n_units) forward, backward (recomputation included) */
     double unit_t;
     int track;                 /* trace track */
-    int split;                 /* the list has W's: BWD is B (input gradients), W the rest; the
-                                  micro-batch object and the strategy's backward_end wait for W */
     double *sum_w;             /* (V) per chunk */
     /* token slices (s->slices = K > 1) */
     double held_kv, held_kv_peak;  /* bytes of keys and values (model_acts_t kv_bytes) held */
