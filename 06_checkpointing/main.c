@@ -1,6 +1,6 @@
 /* main.c: 06_checkpointing/ckpt, data-parallel training with activation
- * recomputation and failure recovery (trainer.h): its flags, the hook after
- * each step, and its table for the shared main (common/train.h).
+ * recomputation and failure recovery (trainer.h): its flags and its table
+ * for the shared main (common/train.h).
  *
  *   mpirun -np 2 ./06_checkpointing/ckpt --layers 16 --recompute sqrt
  *   bash 06_checkpointing/supervise.sh --np 2 -- ./06_checkpointing/ckpt \
@@ -8,21 +8,7 @@
 #include "check.h"
 #include "trainer.h"
 
-static void after_step(train_t *tr, void *ctx, long step, int ckpt_due) {
-    ckpt_prog_t *p = ctx;
-    failure_at_step(&p->failure, tr->dist.rank, step);   /* before its checkpoint: the step is lost */
-    saver_step(&p->saver, tr, step, ckpt_due);
-}
-
 static ckpt_prog_t prog = {.recompute = "none", .fail_seed = -1};
-
-/* The trainer, and its hook after each step. */
-static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
-    train_step_fn step = ckpt_compose(tr, ctx, step_ctx);
-    tr->after_step = after_step;
-    tr->after_step_ctx = ctx;
-    return step;
-}
 
 static arg_t flags[] = {
     {"recompute", ARG_STRING, &prog.recompute, "activation recomputation: none, full, every:C, sqrt, block:K, selective", NULL, 0, 0},
@@ -40,4 +26,4 @@ TRAIN_MAIN("06_checkpointing", "06_checkpointing/ckpt", "activation recomputatio
            "(memory for compute) and checkpoints that survive injected failures (time for\n"
            "safety): synchronous or asynchronous checkpoint sets, failure injection for\n"
            "06_checkpointing/supervise.sh, which restarts the job until it completes.",
-           flags, &prog, NULL, ckpt_check, compose, ckpt_report)
+           flags, &prog, NULL, ckpt_check, ckpt_compose, ckpt_report)

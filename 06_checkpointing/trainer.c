@@ -50,8 +50,15 @@ void ckpt_check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
     args_check_output(MPI_COMM_WORLD, "bench-csv", p->bench_csv, BENCH_HEADER);
 }
 
-/* The model under the recomputation policy, DDP, and the saver (main.c
- * registers its hook). */
+/* After each step: the injected failure of this step, then its checkpoint. */
+static void after_step(train_t *tr, void *ctx, long step, int ckpt_due) {
+    ckpt_prog_t *p = ctx;
+    failure_at_step(&p->failure, tr->dist.rank, step);   /* before its checkpoint: the step is lost */
+    saver_step(&p->saver, tr, step, ckpt_due);
+}
+
+/* The model under the recomputation policy, DDP, the saver and its hook
+ * after each step. */
 train_step_fn ckpt_compose(train_t *tr, void *ctx, void **step_ctx) {
     ckpt_prog_t *p = ctx;
     tr->recompute = p->policy.keep;
@@ -74,6 +81,8 @@ train_step_fn ckpt_compose(train_t *tr, void *ctx, void **step_ctx) {
     saver_init(&p->saver, p->async);
     runner_init(&p->run, NULL, tr, train_ddp(tr, &p->gs, 1), 0, 0);
     train_optimizer(tr, NULL, 0, 0);
+    tr->after_step = after_step;
+    tr->after_step_ctx = p;
     *step_ctx = p;
     return ckpt_step;
 }

@@ -21,8 +21,8 @@
  * gradients all-reduced in buckets during the last micro-batch's backward.
  *
  * The trainer in train_main's steps (common/train.h): ckpt_check,
- * ckpt_compose and ckpt_report (trainer.c); main.c registers the hook that
- * injects failures and saves checkpoints after each step. */
+ * ckpt_compose (which registers the hook that injects failures and saves
+ * checkpoints after each step) and ckpt_report (trainer.c). */
 #ifndef CKPT_TRAINER_H
 #define CKPT_TRAINER_H
 

@@ -11,14 +11,6 @@
 static nd_t nd = {.tp = 1, .cp = 1, .pp = 1, .schedule = "1f1b", .cp_algo = "ring", .recompute = "none",
                   .fo = FSDP_OPTS_DEFAULT};
 
-/* The trainer, then its note on the step line, after the one it wraps. */
-static train_step_fn compose(train_t *tr, void *ctx, void **step_ctx) {
-    nd_t *p = ctx;
-    train_step_fn step = nd_compose(tr, p, step_ctx);
-    train_hooks_add(&tr->step_note, nd_step_note, p);
-    return step;
-}
-
 static arg_t flags[] = {
     {"tp", ARG_INT, &nd.tp, "tensor-parallel degree (mesh axis 0, fastest)", NULL, 1, 1e6},
     {"cp", ARG_INT, &nd.cp, "context-parallel degree (axis 1)", NULL, 1, 1e6},
@@ -43,4 +35,4 @@ TRAIN_MAIN("10_nd_llama", "10_nd_llama/train", "4D parallelism (tp x cp x pp x d
            "pipeline stages under a schedule, and data parallelism (DDP or ZeRO-1/2/3) over\n"
            "the context x data group -- chapters 04-09's modules composed. Prints the\n"
            "exposed communication of each axis per step and the time by cause at the end.",
-           flags, &nd, nd_defaults, nd_check, compose, nd_report)
+           flags, &nd, nd_defaults, nd_check, nd_compose, nd_report)

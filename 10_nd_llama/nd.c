@@ -185,6 +185,7 @@ train_step_fn nd_compose(train_t *tr, void *ctx, void **step_ctx) {
     print_mesh(tr, p);
     if (p->fo.zero) train_optimizer(tr, p->f.pieces, p->f.n_units, p->f.S);
     else train_optimizer(tr, NULL, 0, 0);
+    train_hooks_add(&tr->step_note, nd_step_note, p);   /* after the notes of the strategies it wraps */
     *step_ctx = p;
     return nd_step;
 }
