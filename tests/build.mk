@@ -17,9 +17,11 @@ EMU_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 EMU_MPI_COMPILE := $(shell $(MPICC) --showme:compile 2>/dev/null)
 EMU_MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null)
 EMU_INC := -I$(EMU)/common -Itests/cuda_emu/include -Icommon -I. $(EMU_MPI_COMPILE)
-EMU_CXXFLAGS := -std=c++17 -O1 -g $(EMU_SAN) -DCUDA_EMU -DUSE_CUDA -DOMPI_SKIP_MPICXX=1 \
+# -g1: line tables only, enough for the sanitizers' file:line stack traces;
+# full -g took twice as long to compile (ops_cuda_attention: 15 s against 8)
+EMU_CXXFLAGS := -std=c++17 -O1 -g1 $(EMU_SAN) -DCUDA_EMU -DUSE_CUDA -DOMPI_SKIP_MPICXX=1 \
                 -Wall -Wno-unused-parameter -Wno-unused-function -Wno-unknown-pragmas -MMD -MP
-EMU_CFLAGS := -std=gnu11 -O1 -g $(EMU_SAN) -DUSE_CUDA -Wall -Wno-unused-parameter \
+EMU_CFLAGS := -std=gnu11 -O1 -g1 $(EMU_SAN) -DUSE_CUDA -Wall -Wno-unused-parameter \
               -fno-strict-aliasing -Icommon -I. -MMD -MP
 EMU_LDLIBS := $(EMU_MPI_LINK) -lopenblas -lm -lpthread
 
