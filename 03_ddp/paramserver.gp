@@ -17,7 +17,7 @@ src = system(sprintf("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; ne
     "{ s = $c[\"source\"]; r = $c[\"ranks\"]; t = $c[\"threads\"]; k = $c[\"cores\"]; l = $c[\"load_before\"] + 0; " . \
     "lo = (lo == \"\" || l < lo) ? l : lo; hi = l > hi ? l : hi } END { " . \
     "if (s == \"replayed\") printf \"replayed on a virtual clock: each worker'\\''s compute in its thread CPU time " . \
-    "(taken with %%s ranks x %%s thread on %%s cores, load %%.1f-%%.1f), each message 20 us + bytes at 10 GB/s\", r, t, k, lo, hi; " . \
+    "(taken with %%s ranks x %%s thread on %%s cores, load %%.1f-%%.1f), messages alpha + bytes / B (default 20 us, 10 GB/s)\", r, t, k, lo, hi; " . \
     "else printf \"modeled on a virtual clock: a fixed compute per clock, each message alpha + bytes / B\" }' '%s'", csv))
 set label 999 ""
 set multiplot layout 1, 2 title "03\\_ddp/paramserver: 1 server, 3 workers, the last one's compute 4x as long (thin: no straggler)\n{/*0.8 " . src . "}"

@@ -11,8 +11,10 @@ DEV=${DEV:-cpu}
 # The tiny model of test_ddp.sh: 12 sequences per clock (divisible by 1-4 workers).
 TINY=(--device "$DEV" --threads 1 --dim 32 --layers 2 --heads 4 --kv-heads 2 --seq 16 --vocab 64
       --batch 12 --lr 3e-3 --steps 6)
-# A DEVICE=cuda run fixes each clock's compute: a thread's CPU time does not time a GPU.
-[ "$DEV" = cpu ] || TINY+=(--compute-s 0.01)
+# A DEVICE=cuda run fixes each clock's compute of the parameter server: a
+# thread's CPU time does not time a GPU (03_ddp/ddp has no such flag).
+CLOCK=()
+[ "$DEV" = cpu ] || CLOCK=(--compute-s 0.01)
 # The virtual clock made easy to work out by hand: every message 1 ms (its
 # bytes at 1e6 GB/s cost under 1e-9 s), every compute 0.1 s.
 HAND=(--compute-s 0.1 --inter-us 1000 --inter-gbps 1e6)
@@ -30,15 +32,15 @@ case "$1" in
 ddp)  # NP_DDP NP_PS "FLAGS OF BOTH" PS_FLAGS...: the parameter server = DDP on NP_DDP ranks (1e-5)
     nd=$2; np=$3; read -r -a both <<<"$4"; shift 4
     run "$nd" "$DDP" "$dir/ddp.log" "${TINY[@]}" "${both[@]}" --save-final "$dir/ddp.bin"
-    run "$np" "$PS" "$dir/ps.log" "${TINY[@]}" "${both[@]}" "$@" --save-final "$dir/ps.bin"
+    run "$np" "$PS" "$dir/ps.log" "${TINY[@]}" "${CLOCK[@]}" "${both[@]}" "$@" --save-final "$dir/ps.bin"
     echo "ddp on $nd rank(s) vs paramserver on $np ranks [${both[*]}] $*"
     grep '^ps:\|^server' "$dir/ps.log"
     $CMP "$dir/ps.bin" "$dir/ddp.bin" --tol 1e-5
     ;;
 differ)  # NP "FLAGS A" "FLAGS B": the two runs train different weights (more than 1e-4 apart)
     np=$2; read -r -a a <<<"$3"; read -r -a b <<<"$4"
-    run "$np" "$PS" "$dir/a.log" "${TINY[@]}" "${a[@]}" --save-final "$dir/a.bin"
-    run "$np" "$PS" "$dir/b.log" "${TINY[@]}" "${b[@]}" --save-final "$dir/b.bin"
+    run "$np" "$PS" "$dir/a.log" "${TINY[@]}" "${CLOCK[@]}" "${a[@]}" --save-final "$dir/a.bin"
+    run "$np" "$PS" "$dir/b.log" "${TINY[@]}" "${CLOCK[@]}" "${b[@]}" --save-final "$dir/b.bin"
     echo "$np ranks: [$3] vs [$4]"
     grep -h '^server' "$dir/a.log" "$dir/b.log"
     if $CMP "$dir/a.bin" "$dir/b.bin" --tol 1e-4; then echo "error: the two runs trained the same weights"; exit 1; fi
@@ -55,7 +57,7 @@ bounds)  # NP SERVERS SYNC MAX_STALENESS REACHED [FLAGS...]: the counts and the 
     # SSP one row of "all" workers per clock, in clock order.
     np=$2; servers=$3; sync=$4; max=$5; reached=$6; shift 6
     w=$((np - servers)); g=$((w * 6)); u=$([ "$sync" = async ] && echo $g || echo 6)
-    run "$np" "$PS" "$dir/ps.log" "${TINY[@]}" --servers "$servers" --sync "$sync" --csv "$dir/u.csv" "$@"
+    run "$np" "$PS" "$dir/ps.log" "${TINY[@]}" "${CLOCK[@]}" --servers "$servers" --sync "$sync" --csv "$dir/u.csv" "$@"
     grep '^server\|^workers' "$dir/ps.log"
     fail=0
     n=$(grep -c "^server [0-9]*: $u updates from $g gradients ($w workers x 6 clocks);" "$dir/ps.log" || true)
@@ -101,7 +103,7 @@ hand)  # 2 workers, rank 2 three times slower, 3 clocks: each mode's updates (nu
                 "ssp:1 1:all:0.303:0 2:all:0.606:1 3:all:0.909:1" \
                 "async 1:1:0.103:0 2:1:0.206:0 3:2:0.303:2 4:1:0.309:1 5:2:0.606:1 6:2:0.909:0"; do
         sync=${want%% *}
-        run 3 "$PS" "$dir/h.log" "${TINY[@]}" "${HAND[@]}" --steps 3 --straggler 2:3 --sync "$sync" --csv "$dir/h.csv"
+        run 3 "$PS" "$dir/h.log" "${TINY[@]}" "${CLOCK[@]}" "${HAND[@]}" --steps 3 --straggler 2:3 --sync "$sync" --csv "$dir/h.csv"
         got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                        { printf " %s:%s:%.3f:%s", $c["update"], $c["worker_rank"], $c["seconds"], $c["staleness"] }' "$dir/h.csv")
         rm -f "$dir/h.csv"
@@ -113,7 +115,7 @@ hand)  # 2 workers, rank 2 three times slower, 3 clocks: each mode's updates (nu
 stale)  # 3 workers, rank 3 four times slower, async: the straggler's staleness, gradient by gradient,
     # as worked out by hand (part3_paramserver.md): 6 (its first pull sees none of the fast updates), then
     # (W - 1) F = 8 while the fast workers run, 2 as they end, 0 alone
-    run 4 "$PS" "$dir/s.log" "${TINY[@]}" "${HAND[@]}" --steps 12 --straggler 3:4 --sync async --csv "$dir/s.csv"
+    run 4 "$PS" "$dir/s.log" "${TINY[@]}" "${CLOCK[@]}" "${HAND[@]}" --steps 12 --straggler 3:4 --sync async --csv "$dir/s.csv"
     got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                    $c["worker_rank"] == 3 { printf "%s%s", n++ ? " " : "", $c["staleness"] }' "$dir/s.csv")
     want="6 8 8 2 0 0 0 0 0 0 0 0"
@@ -122,8 +124,8 @@ stale)  # 3 workers, rank 3 four times slower, async: the straggler's staleness,
     ;;
 same)  # NP "FLAGS A" "FLAGS B": the two runs' CSVs are equal, update for update, but for the sync column
     np=$2; read -r -a a <<<"$3"; read -r -a b <<<"$4"
-    run "$np" "$PS" "$dir/a.log" "${TINY[@]}" "${a[@]}" --csv "$dir/a.csv"
-    run "$np" "$PS" "$dir/b.log" "${TINY[@]}" "${b[@]}" --csv "$dir/b.csv"
+    run "$np" "$PS" "$dir/a.log" "${TINY[@]}" "${CLOCK[@]}" "${a[@]}" --csv "$dir/a.csv"
+    run "$np" "$PS" "$dir/b.log" "${TINY[@]}" "${CLOCK[@]}" "${b[@]}" --csv "$dir/b.csv"
     echo "$np ranks: [$3] vs [$4]: $(($(wc -l < "$dir/a.csv") - 1)) updates"
     # update, clock, seconds, loss, staleness, lr, norm, worker_rank
     if ! diff <(cut -d, -f4-11 "$dir/a.csv") <(cut -d, -f4-11 "$dir/b.csv"); then
@@ -135,7 +137,7 @@ lesson)  # the chart's lesson, on its deterministic form (sweep_paramserver.sh w
     # behind the straggler, ASP reaches the loss of BSP's middle update sooner than BSP; BSP's updates are those
     # without the straggler (the same losses, later); SSP's updates come when BSP's do (the
     # straggler completes every clock), so against a straggler that is always slow it gains nothing
-    bash 03_ddp/sweep_paramserver.sh "$dir/p.csv" "${TINY[@]}" "${HAND[@]}" --steps 20 > "$dir/sweep.log" ||
+    bash 03_ddp/sweep_paramserver.sh "$dir/p.csv" "${TINY[@]}" "${CLOCK[@]}" "${HAND[@]}" --steps 20 > "$dir/sweep.log" ||
         { cat "$dir/sweep.log"; exit 1; }
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { k = $c["sync"] "," $c["straggler"]; n[k]++; t[k, n[k]] = $c["seconds"]; l[k, n[k]] = $c["loss"] }

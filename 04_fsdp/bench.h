@@ -12,8 +12,8 @@
                           "paper_mb,sent_mb,sent_pred_mb"
 
 /* Appends the row to csv (NULL: nothing) after a run of timed steps, with
- * fsdp_report's figures; micro: the micro-batches of a step. */
-void fsdp_bench_row(const char *csv, const train_t *tr, const fsdp_t *f, const fsdp_opts_t *fo, int micro,
+ * fsdp_report's figures. */
+void fsdp_bench_row(const char *csv, const train_t *tr, const fsdp_t *f, const fsdp_opts_t *fo,
                     double mem, double mem_pred, double sent, double sent_pred);
 
 #endif

@@ -39,7 +39,7 @@ static void report(train_t *tr, void *ctx) {
     fsdp_t *f = &p->f;
     double mem, mem_pred, sent, sent_pred;
     fsdp_report(f, &mem, &mem_pred, &sent, &sent_pred);
-    fsdp_bench_row(p->bench_csv, tr, f, &p->fo, p->run.s->M, mem, mem_pred, sent, sent_pred);
+    fsdp_bench_row(p->bench_csv, tr, f, &p->fo, mem, mem_pred, sent, sent_pred);
     runner_free(&p->run);
     fsdp_free(f);
 }

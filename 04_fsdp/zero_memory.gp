@@ -3,7 +3,7 @@
 # from 04_fsdp/sweep_memory.sh) on the formulas of this run's precision
 # (solid lines) beside the ZeRO paper's mixed-precision ones (dashed).
 #   gnuplot -e "csv='plots/data/zero_memory.csv'; out='plots/zero_memory.png'" 04_fsdp/zero_memory.gp
-# Columns (04_fsdp/main.c --bench-csv): zero,ranks,dtype,prefetch,reshard,overlap,micro,
+# Columns (--bench-csv, 04_fsdp/bench.c): zero,ranks,dtype,prefetch,reshard,overlap,micro,
 #   params,wbytes,step_ms,compute_ms,exposed_ms,mem_mb,mem_pred_mb,params_mb,grads_mb,
 #   optim_mb,comm_mb,acts_mb,formula_mb,paper_mb,sent_mb,sent_pred_mb
 # The points are the params + grads + optim kinds (communication buffers and

@@ -6,7 +6,7 @@
  *   mpirun -np 2 ./08_tensor_parallel/tp [--tp 2] [--sp] [--steps 200 ...]
  *
  * One step, on every rank (the runner of common/runner.h with DDP's
- * strategy, in tp_step below):
+ * strategy, in tp_step, trainer.c):
  *   for each micro-batch of this data-parallel rank's share of the batch:
  *       forward: every layer runs its column- and row-parallel products on
  *           this rank's slice; the seams all-reduce (or, with --sp,

@@ -7,7 +7,7 @@
  *   mpirun -np 2 ./09_context_parallel/cp [--cp 2] [--cp-algo ring|ulysses] [--no-balance]
  *
  * One step, on every rank (the runner of common/runner.h with DDP's
- * strategy, in cp_step below):
+ * strategy, in cp_step, trainer.c):
  *   for each micro-batch of this data-parallel rank's share of the batch:
  *       forward and backward of this rank's tokens of every sequence; the
  *           attention core brings the other ranks' keys and values (ring)

@@ -44,8 +44,8 @@
  * memory and FLOPs, and allocates no model.
  *
  * The trainer in train_main's four steps (common/train.h): nd_defaults
- * (preset.c), nd_check and nd_compose (nd.c), nd_report (report.c); main.c
- * registers the step note. */
+ * (preset.c), nd_check and nd_compose (nd.c, which registers the step note),
+ * nd_report (report.c). */
 #ifndef ND_H
 #define ND_H
 

@@ -126,7 +126,7 @@ ifneq ($(wildcard 04_fsdp/main.c),)
 $(eval $(call emu_program,fsdp,$(FSDP_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 05_hsdp/main.c),)
-$(eval $(call emu_program,hsdp,$(HSDP_SRCS)))
+$(eval $(call emu_program,hsdp,$(HSDP_PROGRAM_SRCS)))
 endif
 ifneq ($(wildcard 07_pipeline/main.c),)
 $(eval $(call emu_program,pipeline,$(PIPELINE_PROGRAM_SRCS)))

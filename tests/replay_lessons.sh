@@ -42,7 +42,8 @@ row() { awk -F, -v s="$1" -v g="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i+
         $1 == s && $4 == g { print $col[c]; exit }' "$4"; }
 
 lesson_allreduce() {
-    local a=5 gbps=8 link="--alpha-us 5 --gbps 8"
+    local a=5 gbps=8 link
+    link="--alpha-us $a --gbps $gbps"
     for np in 4 8; do
         for algo in ring ps; do
             $MPI $np ./02_allreduce/allreduce --op allreduce --algo $algo --minbytes 1M --maxbytes 4M \
@@ -93,8 +94,8 @@ lesson_ddp() {
 # bubble SCHEDULE FLAGS...: the replayed bubble of 07_pipeline/pipeline on 4 stages from its record
 bubble() {
     local s=$1; shift
-    $MPI 4 ./07_pipeline/pipeline --device cpu --threads 1 --dim 64 --layers 8 --heads 4 --kv-heads 2 --seq 64 \
-        --vocab 256 --batch 16 --steps 3 --replay none --schedule "$s" --record "$tmp/p.rec" "$@" >/dev/null
+    $MPI 4 ./07_pipeline/pipeline --device cpu --threads 1 --dim 128 --layers 8 --heads 4 --kv-heads 2 --seq 64 \
+        --vocab 256 --batch 16 --steps 4 --replay none --schedule "$s" --record "$tmp/p.rec" "$@" >/dev/null
     ./replay/replay --record "$tmp/p.rec" --gbps 10 --alpha-us 5 --csv "$tmp/p_$s.csv"
     awk -F, 'END { print $9 }' "$tmp/p_$s.csv"
 }
