@@ -24,12 +24,15 @@
 # expanded when it registers a test, and EMU_SEED (the emulator's seed,
 # which tests/cuda_emu.tests changes half-way) is taken per test then too.
 #
-# Tests run side by side, up to twice as many ranks at once as the machine
-# has cores (TEST_JOBS=K to change; each test counts as its NP ranks, at
-# least 1). Twice, because a test spends much of its time starting processes
-# (Open MPI's daemons, shared-memory set-up) with its core idle: on one core,
-# the fsdp and hsdp tests took 83 s one rank at a time, 56 s two at a time,
-# 49 s four at a time.
+# Tests run side by side, up to three times as many ranks at once as the
+# machine has cores (TEST_JOBS=K to change; each test counts as its NP ranks,
+# at least 1). More than one, because a test spends much of its time starting
+# processes (Open MPI's daemons, shared-memory set-up) or waiting for a rank
+# that shares its core, with its core idle: on one core, the fsdp and hsdp
+# tests took 83 s one rank at a time, 56 s two at a time, 49 s four at a time;
+# on 2 cores, the whole suite from a fresh clone took 12 min 55 s at twice the
+# cores and 11 min 16 s at three times (the processes' CPU time 1204 and
+# 1137 s).
 # Tests are independent: each writes its own files. A unit binary's tests
 # run in one process (one mpirun); any test of it that fails there, or that
 # a crash or a hang left without a verdict, runs again alone under its own
@@ -76,7 +79,7 @@ fi
 emu_build="${EMU_BUILD:-}"; unset EMU_BUILD
 filter="${TESTS:-}"
 scale="${TEST_TIME_SCALE:-1}"
-jobs="${TEST_JOBS:-$((2 * cores))}"
+jobs="${TEST_JOBS:-$((3 * cores))}"
 if ! awk -v k="$scale" 'BEGIN { exit !(k ~ /^[0-9]*\.?[0-9]+$/ && k > 0) }'; then
     echo "error: TEST_TIME_SCALE must be a positive number, got '$scale'" >&2
     exit 2
