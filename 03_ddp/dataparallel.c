@@ -270,6 +270,8 @@ static void check(train_t *tr, void *ctx, int *tp, int *cp, int *pp) {
     dp_prog_t *p = ctx;
     (void)tp, (void)cp, (void)pp;
     if (tr->dist.world > 1) usage_error("dataparallel is one process driving --replicas devices: run it without mpirun -np %d", tr->dist.world);
+    if (tr->o.record)
+        usage_error("--record replays ranks, one process each: dataparallel's replicas are threads of one process");
     if (tr->o.micro != 1) usage_error("dataparallel takes --micro 1 (it has no gradient accumulation), not %d", tr->o.micro);
     if (tr->o.batch % p->replicas)
         usage_error("--batch %d does not split into %d replicas", tr->o.batch, p->replicas);

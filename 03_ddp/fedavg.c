@@ -351,6 +351,7 @@ int main(int argc, char **argv) {
         {"csv", "it writes its rows with --fed-csv"},
         {"dump", "a round averages weights: there is no step-1 gradient of a global batch to dump"},
         {"trace", "a round averages weights: there is no step loop to trace"},
+        {"record", "a round averages weights: there is no step loop to record"},
     };
     train_program_t prog = {
         "03_ddp", "03_ddp/fedavg", "federated averaging",

@@ -549,6 +549,7 @@ int main(int argc, char **argv) {
         {"resume", "the servers save no checkpoints"},
         {"dump", "there is no step-1 gradient of a global batch: each worker pushes its own"},
         {"trace", "its clocks are no steps of the shared loop"},
+        {"record", "its clocks are no steps of the shared loop: its virtual clock is its replay"},
         {"node-size", "its virtual clock makes every rank a node of its own: --inter-us and --inter-gbps price "
          "its messages"},
     };

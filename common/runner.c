@@ -336,8 +336,8 @@ static void compute_action(train_t *tr, runner_t *e, long step, int i, train_ste
 }
 
 /* The pipeline drains: every stage waits for the last one (a barrier,
- * polled like a message) -- the end of the bubble, counted as idle; the
- * step's record ends with it. Returns the time it ended. */
+ * polled like a message) -- the end of the bubble, counted as idle.
+ * Returns the time it ended. */
 static double drain(runner_t *e) {
     double td = now_s();
     MPI_Request b;
@@ -353,8 +353,6 @@ static double drain(runner_t *e) {
     }
     watch_end();
     record_leave();
-    record_mark("end");
-    record_pause(1);
     double tend = now_s();
     if (tend - td > 10e-6) trace_span(e->track, "drain", td, tend);
     e->idle += tend - td;
@@ -367,8 +365,6 @@ void runner_step(train_t *tr, void *runner, long step, train_step_t *st) {
     double sent0 = comm_sent_bytes(e->comm);
     model_zero_grads(e->m);
     if (gs && gs->step_begin) gs->step_begin(gs->ctx);
-    record_pause(e->steps == 0);   /* the record: every step after the first */
-    record_mark("step");
     e->t_zero = now_s();
     e->busy = e->idle = 0;
     e->last_post = -1;

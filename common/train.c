@@ -298,6 +298,10 @@ void train_setup(train_t *tr, int tp, int cp, int pp) {
     tr->trace_track = trace_track("compute");   /* tracks in this order: compute, comm */
     trace_init(MPI_COMM_WORLD, o->trace, 0);
     record_init(MPI_COMM_WORLD, o->record);
+    int *everyone = xmalloc(sizeof(int) * (size_t)tr->dist.world);
+    for (int r = 0; r < tr->dist.world; r++) everyone[r] = r;
+    tr->record_world = record_group(tr->dist.world, everyone);   /* the step totals' all-reduce */
+    free(everyone);
     if (o->c.csv && tr->dist.rank == 0) tr->csv = csv_open(o->c.csv, CSV_HEADER);
 }
 
@@ -936,6 +940,8 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
     for (long step = tr->start + 1; step <= o->steps; step++) {
         trace_pause(!(step >= tr->start + 2 && step < tr->start + 2 + o->trace_steps));
         double t0 = now_s(), sent0 = sent_total(tr);
+        record_pause(step == tr->start + 1);   /* the record: the steps after the first, each whole */
+        record_mark("step");
         train_step_t st = {0};
         st.bubble_s = -1;
         step_fn(tr, ctx, step, &st);
@@ -946,7 +952,10 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         double red[8] = {st.loss, st.exposed_s, st.bubble_s >= 0 ? st.bubble_s : 0, st.recompute_flops,
                          tr->part_unique ? optim_grad_sumsq(&tr->opt) : 0.0, st.bubble_s >= 0,
                          st.fwd_s, st.bwd_s};
+        record_enter();
+        record_call(tr->record_world, COLL_ALLREDUCE, 0, 0, 0, sizeof red);
         dist_allreduce(red, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, "step totals");
+        record_leave();
         double loss = red[0] / (double)tr->global_tokens, exposed_ms = red[1] / world * 1e3;
         double bubble_s = red[5] > 0 ? red[2] / red[5] : -1, recompute = red[3];
         if (step == 1 && o->dump) write_dump(tr, loss);
@@ -954,6 +963,8 @@ void train_run(train_t *tr, train_step_fn step_fn, void *ctx) {
         double to = now_s(), norm;
         float lr = train_update(tr, step, tr->own_norm ? optim_grad_sumsq(&tr->opt) : red[4], &norm);
         double t1 = now_s();
+        record_mark("end");   /* the measured step ends here too */
+        record_pause(1);
         trace_span(tr->trace_track, "optimizer", to, t1);
         double mx[2] = {(double)dev_mem()->total_peak, t1 - t0};
         dist_allreduce(mx, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, "step totals");

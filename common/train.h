@@ -163,6 +163,7 @@ struct train {
      * state (compressor_state) is saved with every checkpoint and restored
      * on resume. */
     const compressor_t *compressor;
+    int record_world;            /* MPI_COMM_WORLD's group in the action record */
     comm_t *comms[4];            /* communicators the chapter made itself: their bytes count too */
     int ncomms;
     long start;                  /* last step done before this run (resume) */
