@@ -18,6 +18,11 @@
 # the mean runnable count over a run of t seconds that began at load L0 and
 # ended at L1 is (L1 - L0 d) / (1 - d), d = exp(-t / 60), t at least one
 # update (5 s); less the run's own ranks x threads, that is the others' load.
+# A run shorter than 5 s whose load is the same before and after saw no
+# update: both figures are the minute before it (in make demo, often the
+# sweep before, with its own ranks), so the row tells little of the run;
+# such rows are judged by the chart's rows that saw one, and only a chart
+# without any is judged by them (by the minute before).
 # A series is a chart's rows with one value of the first column.
 BEGIN { FS = OFS = ","; limit = 0.5 }
 NR == 1 {
@@ -46,15 +51,20 @@ NR == 1 {
     lmin = (lmin == "" || l0 < lmin) ? l0 : lmin; lmin = l1 < lmin ? l1 : lmin
     lmax = l0 > lmax ? l0 : lmax; lmax = l1 > lmax ? l1 : lmax
     if (over) nover++
-    t = $(col["run_s"]) + 0; if (t < 5) t = 5
+    if (over) next
+    t = $(col["run_s"]) + 0
+    unseen = t < 5 && l0 == l1
+    if (t < 5) t = 5
     d = exp(-t / 60)
     others = (l1 - l0 * d) / (1 - d) - ranks * thr
-    if (!over && others > limit * cores) {
-        s = $1
-        if (!(s in busy)) order[++nb] = s
-        busy[s]++
-        if (others / cores > bworst[s]) bworst[s] = others / cores
-    }
+    if (unseen) { nu++; u_series[nu] = $1; u_others[nu] = others; u_cores[nu] = cores }
+    else { seen++; judge($1, others, cores) }
+}
+function judge(s, others, cores) {
+    if (others <= limit * cores) return
+    if (!(s in busy)) order[++nb] = s
+    busy[s]++
+    if (others / cores > bworst[s]) bworst[s] = others / cores
 }
 function range(a, b) { return a == b ? a : a "-" b }
 function keys(arr,   k, s) { s = ""; for (k in arr) s = s (s == "" ? "" : " / ") k; return s }
@@ -67,6 +77,7 @@ END {
         exit 0
     }
     if (mode == "busy") {
+        if (!seen) for (i = 1; i <= nu; i++) judge(u_series[i], u_others[i], u_cores[i])
         for (i = 1; i <= nb; i++)
             printf "%s: series %s: %d measured row%s on a busy machine (others' load up to %.2f per core, "\
                    "above %.1f)\n", FILENAME, order[i], busy[order[i]], busy[order[i]] == 1 ? "" : "s",

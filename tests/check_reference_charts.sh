@@ -26,6 +26,27 @@ busy=$(awk -v mode=busy -f scripts/provenance.awk "$tmp/hfu.csv")
 echo "$busy"
 [ "$(echo "$busy" | grep -c .)" = 1 ] && [[ $busy == *"series cpu_naive: 1 measured row"* ]] ||
     { echo "FAIL: expected exactly the series cpu_naive to be busy, got: '$busy'"; exit 1; }
+# Runs under 5 s that saw no update of the average (the same load before and
+# after) are judged by the chart's runs that saw one: a 1-thread run at 2.60
+# left by the sweep before it passes beside a quiet run that saw an update;
+# a chart whose every run is such a short one is judged by them.
+h2=policy,step_ms,cores,ranks,threads,cpu,load_before,load_after,run_s,source
+{
+    echo "$h2"
+    echo "none,140,2,1,1,CPU,2.17,$(end 2.17 1 5),1.6,measured"
+    echo "every:1,160,2,1,1,CPU,2.60,2.60,1.6,measured"
+} > "$tmp/short_seen.csv"
+short=$(awk -v mode=busy -f scripts/provenance.awk "$tmp/short_seen.csv")
+[ -z "$short" ] || { echo "FAIL: a short run without an update beside a quiet one was judged busy: '$short'"; exit 1; }
+{
+    echo "$h2"
+    echo "none,140,2,1,1,CPU,2.60,2.60,1.6,measured"
+    echo "every:1,160,2,1,1,CPU,0.40,0.40,1.6,measured"
+} > "$tmp/short_unseen.csv"
+short=$(awk -v mode=busy -f scripts/provenance.awk "$tmp/short_unseen.csv")
+echo "$short"
+[[ $short == *"series none: 1 measured row"* ]] && [ "$(echo "$short" | grep -c .)" = 1 ] ||
+    { echo "FAIL: a chart of short runs that saw no update was not judged by them: '$short'"; exit 1; }
 # the checked-in figure must not change: compare its bytes after the refusal
 before=$(cksum < 01_matmul_hfu/figures/hfu.png)
 set +e
@@ -37,4 +58,4 @@ cat "$tmp/out" "$tmp/err"
 grep -q '^error: measured on a busy machine' "$tmp/err" || { echo "FAIL: no error line"; exit 1; }
 grep -q 'series cpu_naive' "$tmp/err" || { echo "FAIL: the busy series is not named"; exit 1; }
 [ "$(cksum < 01_matmul_hfu/figures/hfu.png)" = "$before" ] || { echo "FAIL: a figure was replaced"; exit 1; }
-echo "ok: the busy series refused and named, the quiet, oversubscribed and modeled rows not judged"
+echo "ok: the busy series refused and named, the quiet, oversubscribed and modeled rows not judged, short runs judged by the runs that saw an update"
