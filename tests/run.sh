@@ -24,15 +24,15 @@
 # expanded when it registers a test, and EMU_SEED (the emulator's seed,
 # which tests/cuda_emu.tests changes half-way) is taken per test then too.
 #
-# Tests run side by side, up to three times as many ranks at once as the
+# Tests run side by side, up to five times as many ranks at once as the
 # machine has cores (TEST_JOBS=K to change; each test counts as its NP ranks,
 # at least 1). More than one, because a test spends much of its time starting
 # processes (Open MPI's daemons, shared-memory set-up) or waiting for a rank
 # that shares its core, with its core idle: on one core, the fsdp and hsdp
-# tests took 83 s one rank at a time, 56 s two at a time, 49 s four at a time;
-# on 2 cores, the whole suite from a fresh clone took 12 min 55 s at twice the
-# cores and 11 min 16 s at three times (the processes' CPU time 1204 and
-# 1137 s).
+# tests took 83 s one rank at a time, 56 s two at a time, 49 s four at a time.
+# On 2 quiet cores, from fresh clones, `make test` took 9 min 32 s at three
+# times the cores, 8 min 36 s at four and 8 min 19 s at five (the processes'
+# CPU time 945, 936 and 938 s).
 # Tests are independent: each writes its own files. A unit binary's tests
 # run in one process (one mpirun); any test of it that fails there, or that
 # a crash or a hang left without a verdict, runs again alone under its own
@@ -79,7 +79,7 @@ fi
 emu_build="${EMU_BUILD:-}"; unset EMU_BUILD
 filter="${TESTS:-}"
 scale="${TEST_TIME_SCALE:-1}"
-jobs="${TEST_JOBS:-$((3 * cores))}"
+jobs="${TEST_JOBS:-$((5 * cores))}"
 if ! awk -v k="$scale" 'BEGIN { exit !(k ~ /^[0-9]*\.?[0-9]+$/ && k > 0) }'; then
     echo "error: TEST_TIME_SCALE must be a positive number, got '$scale'" >&2
     exit 2
@@ -240,7 +240,7 @@ report() {  # I: print test I's results with the progress so far
     done <"$work/$i.res"
 }
 
-# ---- the schedule: list order, up to $jobs ranks at once ------------------------
+# ---- the schedule: longest first, up to $jobs ranks at once ----------------------
 # A job is one test, or an in_order chain of tests run one after another;
 # it weighs as its heaviest test. The emulator's build goes first; the jobs
 # that need it wait aside, in list order, and go next once it has ended.
@@ -273,15 +273,23 @@ n=${#MODE[@]}
 if [ -n "$build" ]; then
     n=$build; launch "$build" "$(( cores < jobs ? cores : jobs ))"; building=$!
 fi
+JOB=(); JW=(); JEMU=(); JSECS=()   # each job's tests, weight, need of the build, time limit
 for ((i = 0; i < n; i++)); do
-    job=$i; w=$(weight "$i"); emu=0; needs_emu "$i" && emu=1
+    job=$i; w=$(weight "$i"); emu=0; needs_emu "$i" && emu=1; secs=${SECS[$i]}
     while [ "${CHAIN[$i]}" != 0 ] && [ $((i + 1)) -lt "$n" ] && [ "${CHAIN[$((i + 1))]}" = "${CHAIN[$i]}" ]; do
-        i=$((i + 1)); job="$job $i"; needs_emu "$i" && emu=1
+        i=$((i + 1)); job="$job $i"; needs_emu "$i" && emu=1; secs=$((secs + SECS[i]))
         [ "$(weight "$i")" -gt "$w" ] && w=$(weight "$i")
     done
-    if [ -n "$building" ] && [ $emu = 1 ]; then waiting+=("$w $job"); continue; fi
+    JOB+=("$job"); JW+=("$w"); JEMU+=("$emu"); JSECS+=("$secs")
+done
+# The longest first, so that none starts last and runs alone: a limit is at
+# least 15 times its test's time, so the largest limits go first, list order
+# among equal ones. On 2 quiet cores the replay lessons (about 30 s each,
+# late in the lists) had ended the suite with one or two jobs running.
+for k in $(for k in "${!JOB[@]}"; do echo "${JSECS[$k]} $k"; done | sort -s -k1,1nr | cut -d' ' -f2); do
+    if [ -n "$building" ] && [ "${JEMU[$k]}" = 1 ]; then waiting+=("${JW[$k]} ${JOB[$k]}"); continue; fi
     [ -z "$building" ] && start_waiting
-    launch "$job" "$w"
+    launch "${JOB[$k]}" "${JW[$k]}"
 done
 while [ -n "$building" ]; do reap; done
 start_waiting
