@@ -240,7 +240,7 @@ report() {  # I: print test I's results with the progress so far
     done <"$work/$i.res"
 }
 
-# ---- the schedule: longest first, up to $jobs ranks at once ----------------------
+# ---- the schedule: list order, up to $jobs ranks at once ------------------------
 # A job is one test, or an in_order chain of tests run one after another;
 # it weighs as its heaviest test. The emulator's build goes first; the jobs
 # that need it wait aside, in list order, and go next once it has ended.
@@ -273,23 +273,15 @@ n=${#MODE[@]}
 if [ -n "$build" ]; then
     n=$build; launch "$build" "$(( cores < jobs ? cores : jobs ))"; building=$!
 fi
-JOB=(); JW=(); JEMU=(); JSECS=()   # each job's tests, weight, need of the build, time limit
 for ((i = 0; i < n; i++)); do
-    job=$i; w=$(weight "$i"); emu=0; needs_emu "$i" && emu=1; secs=${SECS[$i]}
+    job=$i; w=$(weight "$i"); emu=0; needs_emu "$i" && emu=1
     while [ "${CHAIN[$i]}" != 0 ] && [ $((i + 1)) -lt "$n" ] && [ "${CHAIN[$((i + 1))]}" = "${CHAIN[$i]}" ]; do
-        i=$((i + 1)); job="$job $i"; needs_emu "$i" && emu=1; secs=$((secs + SECS[i]))
+        i=$((i + 1)); job="$job $i"; needs_emu "$i" && emu=1
         [ "$(weight "$i")" -gt "$w" ] && w=$(weight "$i")
     done
-    JOB+=("$job"); JW+=("$w"); JEMU+=("$emu"); JSECS+=("$secs")
-done
-# The longest first, so that none starts last and runs alone: a limit is at
-# least 15 times its test's time, so the largest limits go first, list order
-# among equal ones. On 2 quiet cores the replay lessons (about 30 s each,
-# late in the lists) had ended the suite with one or two jobs running.
-for k in $(for k in "${!JOB[@]}"; do echo "${JSECS[$k]} $k"; done | sort -s -k1,1nr | cut -d' ' -f2); do
-    if [ -n "$building" ] && [ "${JEMU[$k]}" = 1 ]; then waiting+=("${JW[$k]} ${JOB[$k]}"); continue; fi
+    if [ -n "$building" ] && [ $emu = 1 ]; then waiting+=("$w $job"); continue; fi
     [ -z "$building" ] && start_waiting
-    launch "${JOB[$k]}" "${JW[$k]}"
+    launch "$job" "$w"
 done
 while [ -n "$building" ]; do reap; done
 start_waiting
