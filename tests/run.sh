@@ -24,7 +24,7 @@
 # expanded when it registers a test, and EMU_SEED (the emulator's seed,
 # which tests/cuda_emu.tests changes half-way) is taken per test then too.
 #
-# Tests run side by side, up to five times as many ranks at once as the
+# Tests run side by side, up to three times as many ranks at once as the
 # machine has cores (TEST_JOBS=K to change; each test counts as its NP ranks,
 # at least 1). More than one, because a test spends much of its time starting
 # processes (Open MPI's daemons, shared-memory set-up) or waiting for a rank
@@ -32,7 +32,11 @@
 # tests took 83 s one rank at a time, 56 s two at a time, 49 s four at a time.
 # On 2 quiet cores, from fresh clones, `make test` took 9 min 32 s at three
 # times the cores, 8 min 36 s at four and 8 min 19 s at five (the processes'
-# CPU time 945, 936 and 938 s).
+# CPU time 945, 936 and 938 s). But the tests of many small messages then
+# wait longer for their peers' turns: the emulated NCCL all-reduce sweeps
+# (cuda_emu_allreduce_nccl_*) took 1-8 s at three times, 30-35 s at four and
+# 50-60 s at five on the quiet cores, and beside four busy loops at five
+# they ran past their 120 s limits. So three times.
 # Tests are independent: each writes its own files. A unit binary's tests
 # run in one process (one mpirun); any test of it that fails there, or that
 # a crash or a hang left without a verdict, runs again alone under its own
@@ -79,7 +83,7 @@ fi
 emu_build="${EMU_BUILD:-}"; unset EMU_BUILD
 filter="${TESTS:-}"
 scale="${TEST_TIME_SCALE:-1}"
-jobs="${TEST_JOBS:-$((5 * cores))}"
+jobs="${TEST_JOBS:-$((3 * cores))}"
 if ! awk -v k="$scale" 'BEGIN { exit !(k ~ /^[0-9]*\.?[0-9]+$/ && k > 0) }'; then
     echo "error: TEST_TIME_SCALE must be a positive number, got '$scale'" >&2
     exit 2
