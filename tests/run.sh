@@ -34,8 +34,8 @@
 # times the cores, 8 min 36 s at four and 8 min 19 s at five (the processes'
 # CPU time 945, 936 and 938 s). But the tests of many small messages then
 # wait longer for their peers' turns: the emulated NCCL all-reduce sweeps
-# (cuda_emu_allreduce_nccl_*) took 1-8 s at three times, 30-35 s at four and
-# 50-60 s at five on the quiet cores, and beside four busy loops at five
+# (cuda_emu_allreduce_nccl_*) took 1-8 s at three times, 15-35 s at four and
+# 41-63 s at five on the quiet cores, and beside four busy loops at five
 # they ran past their 120 s limits. So three times.
 # Tests are independent: each writes its own files. A unit binary's tests
 # run in one process (one mpirun); any test of it that fails there, or that
