@@ -53,9 +53,11 @@ P2P(ga_lib, MPI_CHECK(MPI_Gather(s, mpi_count(c->count), comm_mpi_type(c->dt), r
 /* ---- alpha-beta costs ----------------------------------------------------------
  * Time of one call on the busiest rank, for X = c->bytes (the size column)
  * on N ranks, each message costing alpha + bytes x beta (bench.h). The
- * hand-written algorithms send long messages in chunks, and every chunk pays
- * alpha: msgs(b) is the number of messages a transfer of b bytes takes. For
- * X up to one chunk these are the textbook formulas (Thakur et al. 2005):
+ * hand-written algorithms send long messages in chunks, and every chunk that
+ * waits for the one before pays alpha: msgs(b) is the number of messages a
+ * transfer of b bytes takes (the ring's chunks of a step go out together and
+ * pay one). For X up to one chunk these are the textbook formulas (Thakur et
+ * al. 2005):
  *   ps     2(N-1) (alpha + X beta)       the root receives and sends N-1 vectors
  *   tree   2 L (alpha + X beta)          L = ceil(log2 N) rounds up, L down
  *   rd     log2 N (alpha + X beta)       (+2 steps when N is not a power of two)
@@ -89,8 +91,9 @@ static double rd_cost(const bench_case_t *c, ab_fit_t l, size_t chunk) {
     if (p < c->world) t += (msgs(X, chunk) * a + X * b) + (a + X * b);
     return t;
 }
-COST(m_ar_ring, 2 * (N - 1) * (msgs(X / N, chunk) * a + X / N * b))
-COST(m_ring_blocks, (N - 1) * (msgs(X / N, chunk) * a + X / N * b))   /* rs, ag, pairwise a2a */
+/* the ring posts a step's chunks at once: one alpha a step */
+COST(m_ar_ring, 2 * (N - 1) * (a + X / N * b))
+COST(m_ring_blocks, (N - 1) * (a + X / N * b))   /* rs, ag, pairwise a2a */
 COST(m_bc_ps, (N - 1) * (a + X * b))
 COST(m_re_ps, (N - 1) * (msgs(X, chunk) * a + X * b))
 COST(m_tree, L2(c->world) * (msgs(X, chunk) * a + X * b))   /* broadcast, reduce */

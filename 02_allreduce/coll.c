@@ -27,6 +27,7 @@ void p2p_init(p2p_comm_t *pc, MPI_Comm c, dtype_t dt, size_t chunk_bytes) {
 
 void p2p_destroy(p2p_comm_t *pc) {
     for (int i = 0; i < 3; i++) free(pc->scratch[i]);
+    free(pc->req);
     if (pc->mpi != MPI_COMM_NULL) MPI_Comm_free(&pc->mpi);
     memset(pc, 0, sizeof *pc);
 }
@@ -77,6 +78,46 @@ void p2p_sendrecv(p2p_comm_t *pc, const void *sbuf, size_t sn, int dst,
             MPI_CHECK(MPI_Sendrecv(s, slen, MPI_BYTE, d, 0, r, rlen, MPI_BYTE, f, 0,
                                    pc->mpi, MPI_STATUS_IGNORE));
     }
+    record_leave();
+}
+
+p2p_req_t *p2p_requests(p2p_comm_t *pc, size_t n) {
+    if (pc->nreq < n) {
+        free(pc->req);
+        pc->req = xmalloc(sizeof(p2p_req_t) * n);
+        pc->nreq = n;
+    }
+    return pc->req;
+}
+
+/* isend and irecv: one message, so at most one piece */
+static void p2p_start(p2p_comm_t *pc, coll_kind kind, void *buf, size_t n, int peer, p2p_req_t *q) {
+    size_t bytes = peer == MPI_PROC_NULL ? 0 : n * pc->es;
+    if (bytes > PIECE) die("a non-blocking message of %zu bytes: at most %zu", bytes, PIECE);
+    q->mpi = MPI_REQUEST_NULL;
+    q->ref = -1;
+    if (bytes == 0) return;
+    record_enter();
+    q->ref = record_call(pc->record_id, kind, 1, kind == COLL_SEND ? peer : 0, kind == COLL_RECV ? peer : 0,
+                         kind == COLL_SEND ? (double)bytes : 0);
+    if (kind == COLL_SEND) MPI_CHECK(MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, 0, pc->mpi, &q->mpi));
+    else MPI_CHECK(MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, 0, pc->mpi, &q->mpi));
+    record_leave();
+}
+
+void p2p_isend(p2p_comm_t *pc, const void *buf, size_t n, int dst, p2p_req_t *q) {
+    p2p_start(pc, COLL_SEND, (void *)buf, n, dst, q);
+}
+
+void p2p_irecv(p2p_comm_t *pc, void *buf, size_t n, int src, p2p_req_t *q) {
+    p2p_start(pc, COLL_RECV, buf, n, src, q);
+}
+
+void p2p_wait(p2p_req_t *q) {
+    if (q->mpi == MPI_REQUEST_NULL) return;
+    record_enter();
+    record_wait(q->ref);
+    MPI_CHECK(MPI_Wait(&q->mpi, MPI_STATUS_IGNORE));
     record_leave();
 }
 

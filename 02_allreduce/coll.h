@@ -20,7 +20,9 @@
  *
  * Long messages are cut into chunks of `chunk` bytes: a tree or a chain then
  * works as a pipeline (the next hop forwards chunk j while chunk j+1 arrives),
- * and the ring reduces each chunk while it is still in cache. */
+ * and the ring posts a step's chunks at once, so they follow one another on
+ * the link (one latency a step, not one a chunk), and adds each received
+ * chunk while it is still in cache. */
 #ifndef COLL_H
 #define COLL_H
 
@@ -39,8 +41,10 @@ typedef struct {
     dtype_t dt;
     size_t es;            /* bytes per element */
     size_t chunk;         /* elements per pipelined message */
-    void *scratch[3];     /* grown on demand: [0] received chunk, [1] partial sum, [2] whole blocks */
+    void *scratch[3];     /* grown on demand: [0] received chunks, [1] partial sum, [2] whole blocks */
     size_t scratch_bytes[3];
+    struct p2p_req *req;  /* grown on demand: the requests of a pipelined step */
+    size_t nreq;
     int record_id;        /* its group in the action record (common/trace.h) */
 } p2p_comm_t;
 
@@ -87,6 +91,17 @@ void p2p_send(p2p_comm_t *pc, const void *buf, size_t n, int dst);
 void p2p_recv(p2p_comm_t *pc, void *buf, size_t n, int src);
 void p2p_sendrecv(p2p_comm_t *pc, const void *sbuf, size_t sn, int dst,
                   void *rbuf, size_t rn, int src);
+/* Non-blocking messages of at most one chunk (1 GiB), each completed by
+ * p2p_wait; a peer of MPI_PROC_NULL or n == 0 is a no-op. */
+typedef struct p2p_req {
+    MPI_Request mpi;
+    int ref;              /* its call in the action record, for the wait */
+} p2p_req_t;
+void p2p_isend(p2p_comm_t *pc, const void *buf, size_t n, int dst, p2p_req_t *q);
+void p2p_irecv(p2p_comm_t *pc, void *buf, size_t n, int src, p2p_req_t *q);
+void p2p_wait(p2p_req_t *q);
+/* At least n requests, grown on demand (each pipelined step reuses them). */
+p2p_req_t *p2p_requests(p2p_comm_t *pc, size_t n);
 /* dst[i] = a[i] + b[i] for n elements (dst may be a). */
 void p2p_sum(const p2p_comm_t *pc, void *dst, const void *a, const void *b, size_t n);
 /* Scratch buffer slot i of at least bytes bytes. */

@@ -6,8 +6,9 @@
  *
  * It runs allreduce_ring (ring.c, unchanged) on a vector of P elements, one
  * per chunk, and watches its messages through MPI's profiling interface:
- * this file defines MPI_Sendrecv, which notes where in the input or output
- * vector each message starts and passes the call on to PMPI_Sendrecv. A
+ * this file defines MPI_Isend and MPI_Irecv, which note where in the input
+ * or output vector each message starts and pass the call on to PMPI_Isend
+ * and PMPI_Irecv (each step posts its send, then its receive). A
  * message received outside the output vector (into scratch, to be added
  * there) belongs to the reduce-scatter; one received in place into the
  * output vector, to the all-gather. The chunk a rank receives is the one
@@ -40,17 +41,20 @@ static int chunk_of(const void *p, const float *v) {
     return v && f >= v && f < v + g_n ? (int)(f - v) : -1;
 }
 
-int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dst, int stag, void *rbuf, int rcount,
-                 MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Status *status) {
+int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dst, int tag, MPI_Comm comm, MPI_Request *req) {
     if (g_in) {
         if (g_steps == MAX_STEPS) die("more than %d messages in one all-reduce", MAX_STEPS);
-        int c = chunk_of(sbuf, g_in);
-        g_send[g_steps] = c >= 0 ? c : chunk_of(sbuf, g_out);
+        int c = chunk_of(buf, g_in);
+        g_send[g_steps] = c >= 0 ? c : chunk_of(buf, g_out);
         g_to[g_steps] = dst;
-        g_inplace[g_steps] = chunk_of(rbuf, g_out) >= 0;
         g_steps++;
     }
-    return PMPI_Sendrecv(sbuf, scount, st, dst, stag, rbuf, rcount, rt, src, rtag, comm, status);
+    return PMPI_Isend(buf, count, type, dst, tag, comm, req);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm, MPI_Request *req) {
+    if (g_in && g_steps > 0) g_inplace[g_steps - 1] = chunk_of(buf, g_out) >= 0;
+    return PMPI_Irecv(buf, count, type, src, tag, comm, req);
 }
 
 int main(int argc, char **argv) {
