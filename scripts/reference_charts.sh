@@ -5,7 +5,7 @@
 # and every figure is redrawn from it (scripts/plots.sh --figures), so that
 # `make figures` draws the same charts later. The figures there are the
 # list: a CSV no figure uses is not copied, and a figure that plots/data
-# lacks (plan_validation: make demo does not run its sweep) keeps its data.
+# lacks (make demo did not run its sweep) keeps its data.
 #
 # A measured timing series taken on a busy machine is refused: when the other work
 # on the machine during any measured row's run was above 0.5 per core
