@@ -130,8 +130,8 @@ up() {
     # back. Through tbf, TCP reaches the nominal rate only when the bucket
     # holds a few of its segments (64 KiB with segmentation offload): 4 ms
     # at the rate, at least 256 KiB. The queue: 32 ms at the rate, at least
-    # 1 MiB; a queue of one bucket dropped MPI's bursts and cost it
-    # retransmissions. Measured in CLUSTER.md.
+    # 1 MiB; a queue of one bucket dropped MPI's bursts (thousands of
+    # drops in a run). Measured in CLUSTER.md.
     [ -n "$burst" ] || burst=$(awk -v g="$gbps" 'BEGIN { b = g * 1e9 / 8 * 0.004; printf "%d", b < 262144 ? 262144 : b }')
     [ -n "$queue" ] || queue=$(awk -v g="$gbps" 'BEGIN { b = g * 1e9 / 8 * 0.032; printf "%d", b < 1048576 ? 1048576 : b }')
     [[ $burst =~ ^[0-9]+$ ]] && [ "$burst" -ge 2000 ] || fail "--burst must be at least 2000 bytes, got '$burst'"
@@ -280,6 +280,10 @@ write_login() {
     cat >"$DIR/login" <<EOF
 #!/bin/sh
 # Runs a command on the login side of the nodes of scripts/cluster.sh.
+# The nodes share this machine's cores: Open MPI would bind each node's first
+# rank to core 0, the same core on every node, so placement is left to the
+# kernel, as on nodes that each have cores of their own.
+export OMPI_MCA_hwloc_base_binding_policy=none
 $([ $slurm = 0 ] || printf '%s\n' "# Slurm's commands find this cluster's Slurm; its jobs' ranks yield their core, as the agent's do" \
     "export SLURM_CONF='$PWD/$DIR/slurm/slurm.conf' OMPI_MCA_mpi_yield_when_idle=1")
 exec ip netns exec $PREFIX-login "\$@"

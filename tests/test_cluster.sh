@@ -7,6 +7,7 @@
 #   test_cluster.sh down           takes them down: no namespace, process or file left
 #   test_cluster.sh allreduce FLAGS...     02_allreduce's rows and their checks, both ways
 #   test_cluster.sh same PROG FLAGS...     a trainer's losses and weights, both ways
+#   test_cluster.sh binding        a rank on each node, each free to run on every core of the machine
 #   test_cluster.sh node-kill      node2's processes killed mid-run: the job ends by itself, resumes bit for bit
 #   test_cluster.sh link-cut       node2's link cut mid-run: node1's ranks end naming ranks 2-3, resume bit for bit
 #   test_cluster.sh two           two more clusters up at once: each its own; one's down leaves the other whole
@@ -80,7 +81,7 @@ link-cut)  # node2's link set down once the checkpoint of step 4 exists (a check
     # their watchdog, naming ranks 2 and 3 as the far side, instead of waiting
     # forever; the last checkpoint taken as complete resumes bit for bit.
     # mpirun itself waits on node2's daemon while the link is down (it ends
-    # some 35 s after the link is back), so the test ends it.
+    # only once the link is back), so the test ends it.
     need_cluster
     base=(--device "${DEV:-cpu}" --threads 1 --dim 64 --layers 2 --heads 4 --kv-heads 2 --seq 64 --vocab 64
           --batch 12 --lr 3e-3 --steps 40 --timeout-s 5)
@@ -172,6 +173,17 @@ allreduce)  # FLAGS...: every row of both runs exact (the program checks every e
     for x in a b; do cut -d, -f1-6,13 "$dir/$x.csv" >"$dir/$x.rows"; done
     diff "$dir/a.rows" "$dir/b.rows" || { echo "error: the rows differ (op,algo,ranks,size,count,dtype,wrong)"; exit 1; }
     awk -F, 'NR > 1 && $13 != 0 { bad++ } END { print NR - 1 " rows on both, every element exact"; exit bad > 0 }' "$dir/b.csv"
+    ;;
+binding)  # one rank per node, each free to run on every core: the nodes share this
+    # machine's cores, and Open MPI binds a job of 2 ranks to cores, each node's
+    # rank to its core 0, the same core for both
+    need_cluster
+    want=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)
+    got=$($C/login mpirun --hostfile $C/hosts --mca plm_rsh_agent $C/agent -np 2 --map-by node \
+        sh -c 'echo "$(hostname) $(awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status)"')
+    echo "$got"
+    bad=$(echo "$got" | awk -v w="$want" '$2 != w')
+    [ -z "$bad" ] || { echo "error: ranks confined to fewer cores than the machine's $want:"; echo "$bad"; exit 1; }
     ;;
 same)  # PROG FLAGS...: 4 ranks on one node against 2 x 2 across the nodes, bit for bit
     prog=$2; shift 2; need_cluster
