@@ -167,7 +167,7 @@ corrupt)  # one flipped byte in the only checkpoint, resumed with the very same 
     ;;
 mismatch)  # a checkpoint of another model is refused (the test expects the refusal)
     run 2 "$dir/a.log" "${TINY[@]}" --steps 2 --ckpt-dir "$dir/ckpt"
-    exec mpirun -np 2 "$DDP" "${TINY[@]}" --dim 64 --steps 4 --ckpt-dir "$dir/ckpt" --resume
+    mpirun -np 2 "$DDP" "${TINY[@]}" --dim 64 --steps 4 --ckpt-dir "$dir/ckpt" --resume  # not exec: the EXIT trap removes $dir
     ;;
 trace)  # --trace writes one Chrome trace with every rank's compute and comm spans
     run 2 "$dir/a.log" "${TINY[@]}" --steps 5 --bucket-mb 0.01 --trace "$dir/t.json"
