@@ -57,6 +57,7 @@
 # line is "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
+if [ -z "${EPOCHREALTIME:-}" ]; then echo "error: tests/run.sh needs bash 5 or later" >&2; exit 2; fi
 
 export DEV="${DEVICE:-cpu}"
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)
@@ -72,9 +73,13 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_ess_singleton_isolated=1
 # Tests share the machine with their own ranks: one thread per rank.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# AddressSanitizer (the emulator's programs, SANITIZE=1) wants its runtime
+# first among the preloaded libraries; idle_wait.so (below) defines only
+# sched_yield, which it does not intercept.
+export ASAN_OPTIONS=verify_asan_link_order=0
 if [ "${SANITIZE:-0}" = 1 ]; then
     # Open MPI's own allocations are never freed; leaks are not ours to judge.
-    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:protect_shadow_gap=0
+    export ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0:abort_on_error=1:protect_shadow_gap=0
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
 
@@ -94,6 +99,12 @@ if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
 fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export TEST_CACHE="$work/cache"   # tests/reference_run.sh: 1-rank references run once
+# A rank waiting for a message sleeps after 100 us instead of polling, so its
+# core goes to the other tests' ranks (tests/idle_wait.c).
+if ! "${CC:-cc}" -O2 -shared -fPIC tests/idle_wait.c -o "$work/idle_wait.so"; then
+    echo "error: cannot compile tests/idle_wait.c with ${CC:-cc}" >&2; exit 2
+fi
+export LD_PRELOAD="$work/idle_wait.so${LD_PRELOAD:+:$LD_PRELOAD}"
 
 # ---- reading the lists -------------------------------------------------------
 # One entry per test: its mode (pass, fail, or unit: a binary's tests in one
@@ -123,7 +134,7 @@ unit() {  # BIN SECONDS NP [FORMAT [VAR=VALUE...]]
         UNITS[$((${#CMD[@]} - 1))]="$secs $fmt -"; return 0
     fi
     if ! names=$("$bin" --list 2>&1); then
-        add pass "$bin --list" 60 0 sh -c "echo \"\$1\"; exit 1" _ "$names"; return 0
+        add pass "${bin}_--list" 60 0 sh -c "echo \"\$1\"; exit 1" _ "$names"; return 0
     fi
     # shellcheck disable=SC2059
     for n in $names; do selected "$(printf "$fmt" "$n")" && picked+=("$n"); done
@@ -158,13 +169,18 @@ done
 # Each run has a temporary folder of its own (a short path: Open MPI puts
 # sockets in it): singletons (above) all name their session folder jf.0, and
 # one ending removes it under another starting.
+# Each run is a session of its own: what a failed run leaves running (the
+# ranks of a job it gave up on) is killed when it ends, not left to slow the
+# tests after it.
 run() {
-    local t0 tmp; t0=$(date +%s%N); tmp=$(mktemp -d "$work/t.XXXXXX")
-    TMPDIR="$tmp" timeout -k 5 "$2" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then eval "$*"; else eval "mpirun -np $np $*"; fi' \
-        _ "$3" "$1" >"$4.log" 2>"$4.err" </dev/null
-    echo $? >"$4.rc"
+    local t0=${EPOCHREALTIME//[!0-9]/} tmp pid rc; tmp=$(mktemp -d "$work/t.XXXXXX")
+    TMPDIR="$tmp" setsid timeout -k 5 "$2" bash -c 'np=$1; shift; if [ "$np" -eq 0 ]; then eval "$*"; else eval "mpirun -np $np $*"; fi' \
+        _ "$3" "$1" >"$4.log" 2>"$4.err" </dev/null &
+    pid=$!; wait "$pid"; rc=$?
+    echo $rc >"$4.rc"
+    [ $rc -eq 0 ] || pkill -9 -s "$pid" 2>/dev/null
     rm -rf "$tmp"
-    echo $((($(date +%s%N) - t0) / 1000000)) >"$4.ms"
+    echo $(((${EPOCHREALTIME//[!0-9]/} - t0) / 1000)) >"$4.ms"
 }
 # verdict MODE OUT: "" when the run passed, else why not
 verdict() {
@@ -220,14 +236,14 @@ run_test() {  # I: its results in $work/I.res, written when it has ended
 }
 
 # ---- reporting -----------------------------------------------------------------
-passed=0; failed=0; failures=(); start=$(date +%s)
+passed=0; failed=0; failures=(); SECONDS=0
 leak="passed alone, failed in one process after its binary's other tests"
 report() {  # I: print test I's results with the progress so far
     local i=$1 st name ms out detail mode=${MODE[$1]} secs=${SECS[$1]}
     [ "$mode" = unit ] && { mode=pass; read -r secs _ <<<"${UNITS[$i]}"; }
     while read -r st name ms out; do
         local s; s=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
-        local done_=$((passed + failed + 1)) el=$(($(date +%s) - start))
+        local done_=$((passed + failed + 1)) el=$SECONDS
         local left=$(( el * (total - done_) / done_ ))
         local prog; prog=$(printf '[%d/%d, %dm%02ds left]' $done_ $total $((left / 60)) $((left % 60)))
         if [ "$st" = PASS ]; then
@@ -250,7 +266,11 @@ report() {  # I: print test I's results with the progress so far
 # that need it wait aside, in list order, and go next once it has ended.
 declare -A running=() weighs=()   # pid -> the job's test indices, its weight
 busy=0; building=""               # building: the build's pid while it runs
-weight() { local w=${NP[$1]}; [ "$w" -lt 1 ] && w=1; [ "$w" -gt "$jobs" ] && w=$jobs; echo "$w"; }
+# A test weighs its ranks, at most the machine's cores: more ranks than that
+# share the cores anyway, and a heavier test would hold back every test
+# listed after it until the machine had emptied for it.
+most=$(( cores < jobs ? cores : jobs ))
+weight() { local w=${NP[$1]}; [ "$w" -lt 1 ] && w=1; [ "$w" -gt "$most" ] && w=$most; echo "$w"; }
 reap() {  # wait until a running job ends, report every one that has
     local pid i ended=0
     wait -n 2>/dev/null
@@ -275,7 +295,7 @@ waiting=()   # "WEIGHT JOB" of the jobs that wait for the build
 start_waiting() { local x; for x in "${waiting[@]}"; do launch "${x#* }" "${x%% *}"; done; waiting=(); }
 n=${#MODE[@]}
 if [ -n "$build" ]; then
-    n=$build; launch "$build" "$(( cores < jobs ? cores : jobs ))"; building=$!
+    n=$build; launch "$build" "$most"; building=$!
 fi
 for ((i = 0; i < n; i++)); do
     job=$i; w=$(weight "$i"); emu=0; needs_emu "$i" && emu=1
@@ -297,6 +317,6 @@ if [ $failed -gt 0 ]; then
     printf '  %s\n' "${failures[@]}"
 fi
 echo
-echo "tests took $(($(date +%s) - start)) s, up to $jobs ranks at once"
+echo "tests took $SECONDS s, up to $jobs ranks at once"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
