@@ -26,13 +26,13 @@
 #
 # Tests run side by side, up to three times as many ranks at once as the
 # machine has cores (TEST_JOBS=K to change; each test counts as its NP ranks,
-# at least 1). More than one, because a test spends much of its time starting
-# processes (Open MPI's daemons, shared-memory set-up) or waiting for a rank
-# that shares its core, with its core idle: on one core, the fsdp and hsdp
-# tests took 83 s one rank at a time, 56 s two at a time, 49 s four at a time.
-# On 2 quiet cores, from fresh clones, `make test` took 9 min 32 s at three
-# times the cores, 8 min 36 s at four and 8 min 19 s at five (the processes'
-# CPU time 945, 936 and 938 s). But the tests of many small messages then
+# at least 1 and at most the cores). More than one, because a test spends
+# much of its time starting processes (Open MPI's daemons, shared-memory
+# set-up) or waiting for a rank that shares its core, with its core idle: on
+# one core, the fsdp and hsdp tests took 83 s one rank at a time, 56 s two at
+# a time, 49 s four at a time. At four and five times the cores `make test`
+# was faster on 2 quiet cores (8 min 36 s and 8 min 19 s against 9 min 32 s,
+# before a waiting rank slept), but the tests of many small messages then
 # wait longer for their peers' turns: the emulated NCCL all-reduce sweeps
 # (cuda_emu_allreduce_nccl_*) took 1-8 s at three times, 15-35 s at four and
 # 41-63 s at five on the quiet cores, and beside four busy loops at five
