@@ -18,6 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CMP=./build/tests/compare
+# The nodes' daemons start without the test runner's environment: PMIx's
+# choice of data store (tests/run.sh) must not differ between them and mpirun.
+unset PMIX_MCA_gds
 # this run's own cluster (tests/cluster.tests names it after the test run), so
 # that two runs side by side each have theirs
 export CLUSTER_ID=${CLUSTER_ID:-t$$}
