@@ -219,8 +219,10 @@ TEST(a_bad_record_line_is_refused_with_its_line_number) {
     for (int i = 0; i < 3; i++) {
         replay_trace_t t;
         char err[200] = "";
-        EXPECT(replay_trace_read(&t, write_tmp(bad[i]), err, sizeof err) == -1);
+        const char *path = write_tmp(bad[i]);
+        EXPECT(replay_trace_read(&t, path, err, sizeof err) == -1);
         EXPECT(i == 2 ? strstr(err, "waits for") != NULL : strstr(err, ":2:") != NULL || strstr(err, ":3:") != NULL);
+        unlink(path);
     }
 }
 
@@ -235,7 +237,8 @@ TEST(the_recorder_writes_each_rank_s_calls_and_compute) {
     device_init(&dev, "cpu", 0, 1, 1);
     comm_t cm;
     comm_init(&cm, MPI_COMM_WORLD, "mpi", &dev);
-    char path[64] = "/tmp/unit_replay_rec.txt";
+    char path[64];   /* rank 0's name, so that two runs side by side do not share it */
+    snprintf(path, sizeof path, "/tmp/unit_replay_rec_%d.txt", (int)getpid());
     MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
     record_init(MPI_COMM_WORLD, path);
     record_pause(0);
