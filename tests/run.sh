@@ -30,13 +30,12 @@
 # much of its time starting processes (Open MPI's daemons, shared-memory
 # set-up) or waiting for a rank that shares its core, with its core idle: on
 # one core, the fsdp and hsdp tests took 83 s one rank at a time, 56 s two at
-# a time, 49 s four at a time. At four and five times the cores `make test`
-# was faster on 2 quiet cores (8 min 36 s and 8 min 19 s against 9 min 32 s,
-# before a waiting rank slept), but the tests of many small messages then
-# wait longer for their peers' turns: the emulated NCCL all-reduce sweeps
-# (cuda_emu_allreduce_nccl_*) took 1-8 s at three times, 15-35 s at four and
-# 41-63 s at five on the quiet cores, and beside four busy loops at five
-# they ran past their 120 s limits. So three times.
+# a time, 49 s four at a time. With a waiting rank asleep (below), three
+# times is still the best measured on 2 quiet cores (2026-11-29, one run
+# each, the emulator's build included): the tests took 476 s at three times
+# the cores, 545 s at two and 512 s at four. Started longest time limit
+# first instead of in list order they took 502 s: the long tests each start
+# many ranks, and then all at once.
 # Tests are independent: each writes its own files. A unit binary's tests
 # run in one process (one mpirun); any test of it that fails there, or that
 # a crash or a hang left without a verdict, runs again alone under its own
