@@ -6,9 +6,9 @@
  * devices' configuration space included. A run of `make test` starts about
  * a thousand of them, and the PCI reads alone were 3% of its CPU. With
  * HWLOC_XMLFILE set to this file (and HWLOC_THISSYSTEM=1: it describes this
- * machine, so binding still works), they read the file instead. The file is
- * written at the start of each run, under the run's own CPU affinity, so a
- * run under `taskset` describes the cores it may use.
+ * machine, so binding still works), they read the file instead. Open MPI
+ * places and binds a job's ranks as it does without the file, under
+ * `taskset` too (each rank's allowed cores compared, with and without).
  */
 #include <hwloc.h>
 #include <stdio.h>
