@@ -163,6 +163,18 @@ std::mt19937_64 &rng() {
     return r;
 }
 
+/* EMU_ONE_ORDER=1: a run that must not depend on EMU_SEED, which
+ * tests/cuda_emu.tests runs under one seed only: two operations ready at
+ * once, whose order the seed would draw, stop it. */
+bool one_order() {
+    static int v = -1;
+    if (v < 0) {
+        const char *s = getenv("EMU_ONE_ORDER");
+        v = s && strcmp(s, "1") == 0;
+    }
+    return v;
+}
+
 double wait_limit() {
     static double w = -1;
     if (w < 0) {
@@ -348,6 +360,9 @@ bool move(const char *call) {
         if (h->state == ARRIVED || (h->state == QUEUED && deps_done(h.get()))) ready.push_back(h);
     }
     if (ready.empty()) return moved;
+    if (ready.size() > 1 && one_order())
+        fatal("%s: %zu operations ready at once, so their order depends on EMU_SEED (EMU_ONE_ORDER=1: "
+              "run this test under both seeds, tests/cuda_emu.tests)", call, ready.size());
     step(ready[rng()() % ready.size()], call);
     return true;
 }
